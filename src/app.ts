@@ -1,0 +1,80 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import helmet from '@fastify/helmet';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.ts';
+import type { DatabaseHandle } from './db/database.ts';
+import type { Db } from './db/transaction.ts';
+import { requireBearerToken } from './http/auth.ts';
+import { registerErrorHandler } from './http/error-handler.ts';
+import { ApiError } from './http/errors.ts';
+import { ProblemSchema } from './http/schemas.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { registerApiDocs } from './http/api-docs.ts';
+import { healthRoutes } from './http/health.ts';
+import { affiliateRoutes } from './modules/affiliates/affiliate.routes.ts';
+import { linkRoutes } from './modules/links/link.routes.ts';
+import { referralRoutes } from './modules/referrals/referral.routes.ts';
+import { saleRoutes } from './modules/sales/sale.routes.ts';
+import { couponRoutes } from './modules/coupons/coupon.routes.ts';
+import { promotionalCodeRoutes } from './modules/promotional-codes/promotional-code.routes.ts';
+import { programRoutes } from './modules/programs/program.routes.ts';
+
+/** What route plugins receive: the database and the frozen config. */
+export interface AppServices {
+  db: Db;
+  config: Config;
+}
+
+export async function buildApp(config: Config, database: DatabaseHandle): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      // Tokens and cookies never reach the log.
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    },
+    bodyLimit: config.bodyLimit,
+    requestIdHeader: false,
+    genReqId: () => crypto.randomUUID(),
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  const services: AppServices = { db: database.db, config };
+
+  // 1. Framework: validation, errors, security headers, shared schemas, docs.
+  app.setValidatorCompiler(validatorCompiler);
+  registerErrorHandler(app);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  await app.register(helmet, { contentSecurityPolicy: false, global: true });
+  app.addSchema(ProblemSchema);
+  await registerApiDocs(app, config);
+
+  // 2. Operations.
+  await app.register(healthRoutes, { database });
+
+  // 3. The JSON API: bearer token, then the per-token rate limit, then resources.
+  await app.register(
+    async (api) => {
+      requireBearerToken(api, services.db);
+      if (config.rateLimitPerMinute > 0) {
+        await api.register(rateLimit, {
+          max: config.rateLimitPerMinute,
+          timeWindow: 60_000,
+          hook: 'preHandler',
+          keyGenerator: (request) => request.auth.tokenId,
+          enableDraftSpec: true,
+          errorResponseBuilder: (_request, context) =>
+            Object.assign(new ApiError('rate_limited', `Rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}.`), {
+              statusCode: 429,
+            }),
+        });
+      }
+      for (const routes of [programRoutes, affiliateRoutes, linkRoutes, referralRoutes, saleRoutes, couponRoutes, promotionalCodeRoutes]) {
+        await api.register(routes, services);
+      }
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}

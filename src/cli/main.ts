@@ -1,0 +1,177 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { openDatabase, type DatabaseHandle } from '../db/database.ts';
+import { migrateToLatest, MigrationError } from '../db/migrate.ts';
+import { ApiError } from '../http/errors.ts';
+import { closeOnSignals, startServer } from '../server.ts';
+import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
+import { createProgram, getProgram } from '../modules/programs/program.service.ts';
+import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
+
+// The operator command line. Every command accepts --json and then prints one JSON object
+// on its last line of stdout; bad arguments print a one-line reason and exit non-zero.
+
+class UsageError extends Error {}
+
+type Options = Record<string, string | boolean | undefined>;
+
+interface Command {
+  usage: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  run(config: Config, options: Options): Promise<{ text: string; json: unknown } | void>;
+}
+
+function required(options: Options, name: string): string {
+  const value = options[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function optionalNumber(options: Options, name: string): number | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(number)) throw new UsageError(`--${name} must be a number`);
+  return number;
+}
+
+async function withMigratedDatabase<T>(config: Config, work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
+  const database = openDatabase(config.databaseUrl);
+  try {
+    await migrateToLatest(database.db as never);
+    return await work(database);
+  } finally {
+    await database.close();
+  }
+}
+
+const commands: Record<string, Command> = {
+  serve: {
+    usage: 'tandem serve',
+    options: {},
+    async run(config) {
+      const server = await startServer(config);
+      closeOnSignals(server);
+      server.app.log.info(`Tandem is serving on ${server.url} (site URL ${config.siteUrl}); API docs at ${config.siteUrl}/docs`);
+    },
+  },
+  migrate: {
+    usage: 'tandem migrate',
+    options: {},
+    async run(config) {
+      const database = openDatabase(config.databaseUrl);
+      try {
+        const applied = await migrateToLatest(database.db as never);
+        return { text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date', json: { applied } };
+      } finally {
+        await database.close();
+      }
+    },
+  },
+  'user create': {
+    usage: 'tandem user create --email E --password P',
+    options: { email: { type: 'string' }, password: { type: 'string' } },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const user = await createUser(db, { email: required(options, 'email'), password: required(options, 'password') });
+        return { text: `created user ${user.email} (${user.id})`, json: user };
+      }),
+  },
+  'program create': {
+    usage: 'tandem program create --owner E --name N --domain D [--currency USD] [--commission-rate 20] [--logo-url U]',
+    options: {
+      owner: { type: 'string' },
+      name: { type: 'string' },
+      domain: { type: 'string' },
+      currency: { type: 'string' },
+      'commission-rate': { type: 'string' },
+      'logo-url': { type: 'string' },
+    },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const owner = required(options, 'owner');
+        const user = requireUser(await findUserByEmail(db, owner), owner);
+        const program = await createProgram(db, {
+          ownerUserId: user.id,
+          name: required(options, 'name'),
+          domain: required(options, 'domain'),
+          currency: options.currency as string | undefined,
+          commissionRate: optionalNumber(options, 'commission-rate'),
+          logoUrl: options['logo-url'] as string | undefined,
+        });
+        return { text: `created program "${program.name}" with id ${program.id}`, json: program };
+      }),
+  },
+  'key create': {
+    usage: 'tandem key create --program ID [--name N]',
+    options: { program: { type: 'string' }, name: { type: 'string' } },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const programId = required(options, 'program');
+        if (!/^[0-9a-f-]{36}$/i.test(programId)) throw new UsageError('--program must be a program id (a UUID)');
+        await getProgram(db, programId);
+        const key = await issueToken(db, { programId, name: (options.name as string | undefined) ?? 'CLI key', kind: 'api_key' });
+        return {
+          text: `API key ${key.id} for program ${programId}. Copy the token now; it is not shown again:\n${key.token}`,
+          json: { id: key.id, token: key.token, programId, name: key.name },
+        };
+      }),
+  },
+  'key revoke': {
+    usage: 'tandem key revoke --token-id ID',
+    options: { 'token-id': { type: 'string' } },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const id = required(options, 'token-id');
+        if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--token-id must be a token id (a UUID)');
+        await revokeToken(db, id);
+        return { text: `revoked token ${id}`, json: { id, revoked: true } };
+      }),
+  },
+};
+
+function helpText(): string {
+  return ['Usage:', ...Object.values(commands).map((c) => `  ${c.usage} [--json]`)].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const name = [words.slice(0, 2).join(' '), words[0] ?? ''].find((n) => n in commands);
+  if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
+    console.log(helpText());
+    return argv.length === 0 ? 1 : 0;
+  }
+  const json = argv.includes('--json');
+  try {
+    if (!name) throw new UsageError(`unknown command "${words.join(' ')}"; run tandem --help`);
+    const command = commands[name]!;
+    const { values, positionals } = parseArgs({
+      args: argv.filter((a) => a !== '--json'),
+      options: command.options,
+      allowPositionals: true,
+      strict: true,
+    });
+    if (positionals.length !== name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"; usage: ${command.usage}`);
+    const config = loadConfig();
+    const result = await command.run(config, values);
+    if (result) console.log(json ? JSON.stringify(result.json) : result.text);
+    return 0;
+  } catch (error) {
+    const reason = describe(error);
+    if (json) console.log(JSON.stringify({ error: reason }));
+    console.error(`tandem: ${reason}`);
+    return 1;
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiError) {
+    const field = error.errors?.[0];
+    return field ? `${field.pointer.replace('#/', '')} ${field.detail}` : error.detail;
+  }
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof MigrationError) return error.message;
+  const code = (error as { code?: string }).code;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return (error as Error).message.split('\n')[0]!;
+  if (code === 'EADDRINUSE') return `port already in use: ${(error as Error).message}`;
+  return error instanceof Error ? error.message.split('\n')[0]! : String(error);
+}

@@ -1,0 +1,195 @@
+// Row types of every table, as Kysely sees them.
+// Conventions that hold on both dialects:
+// - ids are uuid strings (sales use an integer id, as the spec says);
+// - timestamps are ISO 8601 UTC strings when written; readers accept string or Date;
+// - booleans are written as 0/1 and read with Boolean();
+// - money is an integer count of minor units of the program's currency;
+// - commission rates are integers in millionths of a whole (20 % = 200000), so sums stay exact;
+// - `*_key` columns hold the case-folded form used for case-insensitive uniqueness and lookups.
+import type { Generated } from 'kysely';
+
+// Read types are wide because the drivers differ (pg returns Date, boolean and bigint-as-text);
+// the code writes ISO strings, 0/1 and numbers, which both dialects accept.
+export type Timestamp = string | Date;
+export type DbBool = number | boolean;
+export type Counter = number | string;
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  email_key: string;
+  password_hash: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProgramsTable {
+  id: string;
+  owner_user_id: string;
+  name: string;
+  domain: string;
+  logo_url: string | null;
+  currency: string;
+  default_commission_rate: number;
+  /** JSON array of base URLs used to build a link's fullURLs. */
+  base_urls: string;
+  referral_param: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ApiTokensTable {
+  id: string;
+  program_id: string;
+  name: string;
+  /** The first characters of the token, safe to show in lists. */
+  prefix: string;
+  token_hash: string;
+  kind: 'api_key' | 'connect';
+  integration: string | null;
+  created_by_user_id: string | null;
+  created_at: Timestamp;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+}
+
+export interface AffiliatesTable {
+  id: string;
+  program_id: string;
+  first_name: string;
+  last_name: string;
+  email: string;
+  email_key: string;
+  email_verified: DbBool;
+  image: string | null;
+  payout_email: string;
+  payment_method: string;
+  /** null: the program's default rate applies. */
+  commission_rate: number | null;
+  status: 'active' | 'inactive';
+  number_of_referred_users: Counter;
+  number_of_clicks: Counter;
+  total_commission_earned: Counter;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AffiliateLinksTable {
+  id: string;
+  program_id: string;
+  affiliate_id: string;
+  link: string;
+  link_key: string;
+  /** The affiliate's own link, returned as the affiliate's `link`. One per affiliate. */
+  is_primary: DbBool;
+  clicks: Counter;
+  referrals: Counter;
+  sales: Counter;
+  total_revenue: Counter;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ReferralsTable {
+  id: string;
+  program_id: string;
+  affiliate_id: string;
+  link_id: string | null;
+  promotional_code_id: string | null;
+  name: string;
+  email: string;
+  email_key: string;
+  referred_user_external_id: string;
+  plan: string;
+  status: 'active' | 'inactive';
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SalesTable {
+  id: Generated<number | string>;
+  program_id: string;
+  affiliate_id: string;
+  referral_id: string;
+  link_id: string | null;
+  promotional_code_id: string | null;
+  external_id: string;
+  external_invoice_id: string;
+  name: string;
+  email: string;
+  total_earned: number;
+  commission_rate: number;
+  commission: number;
+  created_at: Timestamp;
+}
+
+export interface CouponsTable {
+  id: string;
+  program_id: string;
+  name: string;
+  external_id: string | null;
+  coupon_type: 'PERCENTAGE' | 'FLAT';
+  percent_off: number | null;
+  /** Minor units of `currency`. */
+  amount_off: number | null;
+  currency: string | null;
+  duration: 'once' | 'forever' | 'repeating';
+  duration_in_months: number | null;
+  max_redemptions: number | null;
+  times_redeemed: Counter;
+  limit_to_products: DbBool;
+  /** JSON array of product id strings. */
+  product_ids: string;
+  valid: DbBool;
+  redeem_by: Timestamp | null;
+  integration_type: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PromotionalCodesTable {
+  id: string;
+  program_id: string;
+  coupon_id: string;
+  affiliate_id: string | null;
+  code: string;
+  code_key: string;
+  external_id: string | null;
+  active: DbBool;
+  expires_at: Timestamp | null;
+  max_redemptions: number | null;
+  times_redeemed: Counter;
+  first_time_order: DbBool;
+  /** Minor units of the program's currency. */
+  minimum_amount: number | null;
+  minimum_amount_currency: string | null;
+  limit_to_customers: DbBool;
+  customer_id: string | null;
+  limit_to_affiliate: DbBool;
+  is_auto_generated: DbBool;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The outbox: one row per event, written in the transaction of the change it reports. */
+export interface EventsTable {
+  id: string;
+  program_id: string;
+  type: string;
+  /** JSON of the envelope's `data`. */
+  data: string;
+  created_at: Timestamp;
+}
+
+export interface Database {
+  users: UsersTable;
+  programs: ProgramsTable;
+  api_tokens: ApiTokensTable;
+  affiliates: AffiliatesTable;
+  affiliate_links: AffiliateLinksTable;
+  referrals: ReferralsTable;
+  sales: SalesTable;
+  coupons: CouponsTable;
+  promotional_codes: PromotionalCodesTable;
+  events: EventsTable;
+}

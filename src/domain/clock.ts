@@ -1,0 +1,23 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+
+/** Current time as stored and returned: ISO 8601 UTC with milliseconds. */
+export function nowIso(): string {
+  return new Date().toISOString();
+}
+
+/** Normalises a stored timestamp (text on SQLite, Date on PostgreSQL) to the API's form. */
+export function toIso(value: string | Date): string {
+  // Text timestamps are written by nowIso() or normalised on input, so they are already in form.
+  return typeof value === 'string' ? value : value.toISOString();
+}
+
+export function toIsoOrNull(value: string | Date | null): string | null {
+  return value === null ? null : toIso(value);
+}
+
+export const newId = randomUUID;
+
+/** Random URL-safe text with `bytes` bytes of entropy. */
+export function randomToken(bytes: number): string {
+  return randomBytes(bytes).toString('base64url');
+}

@@ -1,0 +1,26 @@
+import { invalidField } from '../http/errors.ts';
+
+// Commission rates are percentages (20 means 20 %) with up to four decimals, stored as
+// integer millionths of the whole (20 % → 200000) so that commission arithmetic is exact.
+const MILLIONTHS_PER_PERCENT = 10_000;
+
+export function rateToMillionths(percent: number, pointer: string): number {
+  const scaled = percent * MILLIONTHS_PER_PERCENT;
+  const millionths = Math.round(scaled);
+  if (Math.abs(scaled - millionths) > 1e-6) throw invalidField(pointer, 'may have at most 4 decimals');
+  return millionths;
+}
+
+export function millionthsToRate(millionths: number | string): number {
+  return Number(millionths) / MILLIONTHS_PER_PERCENT;
+}
+
+/** totalEarned × rate / 100, rounded half away from zero to the minor unit, in exact integers. */
+export function commissionFor(totalEarnedMinor: number, rateMillionths: number): number {
+  const product = BigInt(totalEarnedMinor) * BigInt(rateMillionths);
+  const divisor = 1_000_000n;
+  const negative = product < 0n;
+  const magnitude = negative ? -product : product;
+  const rounded = (magnitude + divisor / 2n) / divisor;
+  return Number(negative ? -rounded : rounded);
+}

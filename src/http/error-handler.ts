@@ -1,0 +1,57 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, statusTitle, type ErrorCode, type FieldError } from './errors.ts';
+import { toFieldErrors } from './validation.ts';
+
+export interface ProblemBody {
+  type: 'about:blank';
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: FieldError[];
+  requestId: string;
+}
+
+export function problem(request: FastifyRequest, status: number, code: ErrorCode, detail: string, errors?: FieldError[]): ProblemBody {
+  return { type: 'about:blank', title: statusTitle[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}), requestId: request.id };
+}
+
+export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyReply {
+  if (body.status === 401) reply.header('www-authenticate', 'Bearer');
+  return reply.code(body.status).type('application/problem+json').send(body);
+}
+
+/** Maps every error the framework or our code can raise onto the contract's problem body. */
+function classify(error: FastifyError | ApiError): { status: number; code: ErrorCode; detail: string; errors?: FieldError[] } {
+  if (error instanceof ApiError) return error;
+  const fe = error as FastifyError;
+  if (fe.validation) {
+    const where = fe.validationContext === 'body' ? 'request body' : 'query string';
+    return { status: 422, code: 'validation_failed', detail: `The ${where} is invalid.`, errors: toFieldErrors(fe.validation as never) };
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { status: 413, code: 'payload_too_large', detail: 'The request body is larger than 1 MiB.' };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { status: 400, code: 'bad_request', detail: 'The request body must be sent as application/json.' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { status: 400, code: 'bad_request', detail: 'The request body is empty; send a JSON object.' };
+  }
+  if (fe.statusCode === 400 || error instanceof SyntaxError) {
+    return { status: 400, code: 'bad_request', detail: 'The request body is not valid JSON.' };
+  }
+  if (fe.statusCode === 413) return { status: 413, code: 'payload_too_large', detail: 'The request body is too large.' };
+  if (fe.statusCode === 429) return { status: 429, code: 'rate_limited', detail: 'Too many requests; retry after the time in Retry-After.' };
+  return { status: 500, code: 'internal', detail: 'An unexpected error occurred. Quote the requestId when reporting it.' };
+}
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const { status, code, detail, errors } = classify(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, problem(request, status, code, detail, errors));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, problem(request, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+  );
+}

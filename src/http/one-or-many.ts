@@ -1,0 +1,18 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import fastJson from 'fast-json-stringify';
+import type { FastifyReply } from 'fastify';
+
+/**
+ * GET routes return one object when the query names a unique key, else a bare array
+ * (CONTRACT.md). The documented schema is the union; at run time each branch gets its own
+ * compiled serializer, which is much faster than letting the serializer try the union.
+ */
+export function oneOrMany<T extends TSchema>(schema: T) {
+  const one = fastJson(schema);
+  const many = fastJson(Type.Array(schema));
+  return {
+    schema: Type.Union([schema, Type.Array(schema)]),
+    sendOne: (reply: FastifyReply, value: unknown) => reply.serializer(one).send(value),
+    sendMany: (reply: FastifyReply, values: unknown[]) => reply.serializer(many).send(values),
+  };
+}

@@ -1,0 +1,48 @@
+import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+
+// Schema building blocks shared by every route. The same schemas validate input,
+// serialise output and generate the OpenAPI document.
+
+/** A nullable value as a JSON type array, which the serializer handles without anyOf. */
+export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
+  const { type, ...rest } = schema as unknown as { type: string } & Record<string, unknown>;
+  return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
+}
+
+export const Uuid = Type.String({ format: 'uuid' });
+export const Email = Type.String({ format: 'email', maxLength: 254 });
+export const DateTime = Type.String({ format: 'date-time' });
+export const Status = Type.String({ format: 'status', description: 'active or inactive, any letter case; returned lowercase' });
+export const LinkString = Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$', description: 'letters, digits and hyphens, 1 to 64' });
+export const ShortText = Type.String({ minLength: 1, maxLength: 200 });
+export const OptionalText = Type.String({ maxLength: 500 });
+export const Money = Type.Number({ minimum: 0, maximum: 1e13, description: 'major units of the currency (49.99)' });
+export const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'percentage, 0 to 100, up to 4 decimals' });
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String(),
+    errors: Type.Optional(Type.Array(Type.Object({ pointer: Type.String(), detail: Type.String() }))),
+    requestId: Type.String(),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
+);
+
+const problemRef = Type.Ref('Problem');
+
+/** Error responses every authenticated API route may return. */
+export function errorResponses(...statuses: number[]) {
+  const out: Record<number, typeof problemRef> = {};
+  for (const s of [400, 401, 413, 422, 429, 500, ...statuses]) out[s] = problemRef;
+  return out;
+}
+
+export const ListQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'page size, 1 to 1000' })),
+  cursor: Type.Optional(Type.String({ maxLength: 300, description: 'opaque; taken from the Link rel="next" header' })),
+  createdAfter: Type.Optional(Type.String({ format: 'date-time', description: 'only items created strictly after this instant' })),
+};

@@ -1,0 +1,54 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from './errors.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+// E-mails are trimmed before use (CONTRACT.md), so the format accepts surrounding spaces.
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const STATUS = /^(active|inactive)$/i;
+
+function makeAjv(options: Options): Ajv {
+  const ajv = addFormats(new Ajv({ allErrors: true, strict: false, ...options }));
+  ajv.addFormat('email', (value: string) => value.trim().length <= 254 && EMAIL.test(value.trim()));
+  ajv.addFormat('status', (value: string) => STATUS.test(value));
+  ajv.addKeyword({ keyword: 'x-money', schemaType: 'boolean' });
+  return ajv;
+}
+
+// Bodies are validated strictly: a known field with the wrong type is a 422, never coerced.
+// Query strings arrive as text, so there numbers and booleans are coerced.
+const bodyAjv = makeAjv({ coerceTypes: false, removeAdditional: false });
+const queryAjv = makeAjv({ coerceTypes: true, removeAdditional: false });
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
+  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+const FORMAT_TEXT: Record<string, string> = {
+  email: 'must be an e-mail address',
+  uuid: 'must be a UUID',
+  'date-time': 'must be an ISO 8601 date-time',
+  uri: 'must be an absolute URL',
+  status: 'must be "active" or "inactive"',
+};
+
+/** Turns Ajv errors into the problem body's `errors` list of JSON Pointers. */
+export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
+  return errors.map((error) => {
+    const params = error.params as Record<string, unknown>;
+    let path = error.instancePath;
+    let detail = error.message ?? 'is invalid';
+    if (error.keyword === 'required') {
+      path = `${path}/${String(params.missingProperty)}`;
+      detail = 'is required';
+    } else if (error.keyword === 'format') {
+      detail = FORMAT_TEXT[String(params.format)] ?? detail;
+    } else if (error.keyword === 'type') {
+      detail = `must be ${String(params.type).replace(',', ' or ')}`;
+    }
+    return { pointer: `#${path}`, detail };
+  });
+}

@@ -1,0 +1,44 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppServices } from '../../app.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { oneOrMany } from '../../http/one-or-many.ts';
+import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { AffiliateSchema, AffiliatesQuery, CreateAffiliateBody } from './affiliate.schema.ts';
+import { createAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate } from './affiliate.service.ts';
+
+const affiliates = oneOrMany(AffiliateSchema);
+
+export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
+  app.post(
+    '/affiliates',
+    {
+      schema: {
+        tags: ['Affiliates'],
+        summary: 'Create an affiliate (with its own link)',
+        body: CreateAffiliateBody,
+        response: { 201: AffiliateSchema, ...errorResponses(409) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await createAffiliate(db, request.auth.program, request.body)),
+  );
+
+  app.get(
+    '/affiliates',
+    {
+      schema: {
+        tags: ['Affiliates'],
+        summary: 'List affiliates, or fetch one by id or e-mail',
+        querystring: AffiliatesQuery,
+        response: { 200: affiliates.schema, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const { id, email } = request.query;
+      const program = request.auth.program;
+      if (id !== undefined || email !== undefined) return affiliates.sendOne(reply, await getAffiliate(db, program, { id, email }));
+      const page = parsePageRequest(request.query);
+      const rows = finishPage(request, reply, config.siteUrl, await getAffiliatePage(db, program, page), page);
+      return affiliates.sendMany(reply, rows.map((row) => serializeAffiliate(row, program)));
+    },
+  );
+};

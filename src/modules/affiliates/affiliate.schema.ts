@@ -1,0 +1,48 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DateTime, Email, LinkString, ListQuery, Nullable, Percent, ShortText, Status, Uuid } from '../../http/schemas.ts';
+
+export const AffiliateSchema = Type.Object(
+  {
+    id: Uuid,
+    firstName: Type.String(),
+    lastName: Type.String(),
+    name: Nullable(Type.String()),
+    email: Type.String({ format: 'email' }),
+    password: Nullable(Type.String({ description: 'deprecated; always null — no hash leaves the service' })),
+    emailVerified: Nullable(Type.Boolean()),
+    image: Nullable(Type.String()),
+    detailsComplete: Type.Boolean(),
+    programId: Uuid,
+    payoutEmail: Type.String({ format: 'email' }),
+    paymentMethod: Type.String(),
+    commissionRate: Type.Number(),
+    link: Type.String(),
+    status: Type.String({ enum: ['active', 'inactive'] }),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+    numberOfReferredUsers: Type.Integer(),
+    numberOfClicks: Type.Integer(),
+    totalCommissionEarned: Type.Number(),
+  },
+  { title: 'Affiliate' },
+);
+export type Affiliate = Static<typeof AffiliateSchema>;
+
+export const CreateAffiliateBody = Type.Object({
+  firstName: ShortText,
+  lastName: ShortText,
+  email: Email,
+  commissionRate: Type.Optional(Percent),
+  affiliateLink: Type.Optional(LinkString),
+  payoutEmail: Type.Optional(Email),
+  paymentMethod: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  status: Type.Optional(Status),
+});
+export type CreateAffiliateBody = Static<typeof CreateAffiliateBody>;
+
+export const AffiliatesQuery = Type.Object({
+  id: Type.Optional(Uuid),
+  email: Type.Optional(Email),
+  ...ListQuery,
+});
+export type AffiliatesQuery = Static<typeof AffiliatesQuery>;

@@ -1,0 +1,108 @@
+import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { fromMinorUnits } from '../../domain/money.ts';
+import { newId, nowIso, toIso } from '../../domain/clock.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { ApiError, conflict, notFound } from '../../http/errors.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { ProgramContext } from '../programs/program.service.ts';
+import { normaliseEmail } from '../users/user.service.ts';
+import { generateLinkString, newLinkRow } from '../links/link.service.ts';
+import { findLink, insertLink } from '../links/link.repository.ts';
+import { findAffiliate, insertAffiliate, listAffiliates, type AffiliateRow } from './affiliate.repository.ts';
+import type { Affiliate, CreateAffiliateBody } from './affiliate.schema.ts';
+
+export const DEFAULT_PAYMENT_METHOD = 'none';
+
+export function effectiveRate(row: Pick<AffiliateRow, 'commission_rate'>, program: ProgramContext): number {
+  return row.commission_rate === null ? program.defaultCommissionRate : Number(row.commission_rate);
+}
+
+export function serializeAffiliate(row: AffiliateRow, program: ProgramContext): Affiliate {
+  return {
+    id: row.id,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    name: `${row.first_name} ${row.last_name}`,
+    email: row.email,
+    password: null,
+    emailVerified: Boolean(row.email_verified),
+    image: row.image,
+    detailsComplete: row.payment_method !== DEFAULT_PAYMENT_METHOD,
+    programId: row.program_id,
+    payoutEmail: row.payout_email,
+    paymentMethod: row.payment_method,
+    commissionRate: millionthsToRate(effectiveRate(row, program)),
+    link: row.link ?? '',
+    status: row.status,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    numberOfReferredUsers: Number(row.number_of_referred_users),
+    numberOfClicks: Number(row.number_of_clicks),
+    totalCommissionEarned: fromMinorUnits(row.total_commission_earned, program.currency),
+  };
+}
+
+export async function createAffiliate(db: Db, program: ProgramContext, body: CreateAffiliateBody): Promise<Affiliate> {
+  const { email, key } = normaliseEmail(body.email);
+  const now = nowIso();
+  const row = {
+    id: newId(),
+    program_id: program.id,
+    first_name: body.firstName.trim(),
+    last_name: body.lastName.trim(),
+    email,
+    email_key: key,
+    email_verified: 0,
+    image: null,
+    payout_email: body.payoutEmail ? normaliseEmail(body.payoutEmail).email : email,
+    payment_method: body.paymentMethod ?? DEFAULT_PAYMENT_METHOD,
+    commission_rate: body.commissionRate === undefined ? null : rateToMillionths(body.commissionRate, '#/commissionRate'),
+    status: (body.status?.toLowerCase() ?? 'active') as 'active' | 'inactive',
+    number_of_referred_users: 0,
+    number_of_clicks: 0,
+    total_commission_earned: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  const link = body.affiliateLink ?? generateLinkString(`${row.first_name}`);
+  try {
+    return await inTransaction(db, async (tx) => {
+      await insertAffiliate(tx, row);
+      await insertLink(tx, newLinkRow(program.id, row.id, link, true, now));
+      const created = serializeAffiliate({ ...row, link }, program);
+      await recordEvent(tx, program.id, 'affiliate.created', created);
+      return created;
+    });
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    // The transaction rolled back; find out which unique value was taken to say so.
+    if (await findAffiliate(db, program.id, { emailKey: key })) throw conflict(`An affiliate with e-mail ${email} already exists in this program.`);
+    if (await findLink(db, program.id, { link })) throw conflict(`The link "${link}" is already used in this program.`);
+    throw error;
+  }
+}
+
+export async function getAffiliate(db: Db, program: ProgramContext, filter: { id?: string; email?: string }): Promise<Affiliate> {
+  const row = await findAffiliate(db, program.id, { id: filter.id, emailKey: filter.email === undefined ? undefined : normaliseEmail(filter.email).key });
+  if (!row) throw notFound('Affiliate');
+  return serializeAffiliate(row, program);
+}
+
+export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest) {
+  return listAffiliates(db, program.id, page);
+}
+
+/**
+ * Finds the affiliate named by id and/or e-mail (both must agree when both are given).
+ * Throws 422 when neither is given and 404 when none matches.
+ */
+export async function resolveAffiliate(db: Db | Tx, program: ProgramContext, by: { id?: string; email?: string }): Promise<AffiliateRow> {
+  if (by.id === undefined && by.email === undefined) {
+    throw new ApiError('validation_failed', 'Name the affiliate.', [{ pointer: '#/affiliateId', detail: 'affiliateId or affiliateEmail is required' }]);
+  }
+  const row = await findAffiliate(db, program.id, { id: by.id, emailKey: by.email === undefined ? undefined : normaliseEmail(by.email).key });
+  if (!row) throw notFound('Affiliate');
+  return row;
+}

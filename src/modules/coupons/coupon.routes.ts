@@ -1,0 +1,46 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppServices } from '../../app.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { oneOrMany } from '../../http/one-or-many.ts';
+import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { CouponSchema } from '../promotional-codes/promotional-code.schema.ts';
+import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
+import { CouponsQuery, CreateCouponBody } from './coupon.schema.ts';
+import { createCoupon, getCoupon, getCouponPage } from './coupon.service.ts';
+
+const coupons = oneOrMany(CouponSchema);
+
+export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
+  app.post(
+    '/coupons',
+    {
+      schema: {
+        tags: ['Coupons'],
+        summary: 'Create a coupon (a discount definition)',
+        body: CreateCouponBody,
+        response: { 201: CouponSchema, ...errorResponses(409) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await createCoupon(db, request.auth.program, request.body)),
+  );
+
+  app.get(
+    '/coupons',
+    {
+      schema: {
+        tags: ['Coupons'],
+        summary: 'List coupons (each with its codes), or fetch one by id or externalId',
+        querystring: CouponsQuery,
+        response: { 200: coupons.schema, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const { id, externalId, name } = request.query;
+      const program = request.auth.program;
+      if (id !== undefined || externalId !== undefined) return coupons.sendOne(reply, await getCoupon(db, program, { id, externalId, name }));
+      const page = parsePageRequest(request.query);
+      const rows = finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page), page);
+      return coupons.sendMany(reply, await serializeCoupons(db, program, rows));
+    },
+  );
+};

@@ -1,0 +1,53 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DateTime, ListQuery, Money, Nullable, ShortText, Uuid } from '../../http/schemas.ts';
+
+export const CouponFields = {
+  id: Uuid,
+  name: Type.String(),
+  externalId: Nullable(Type.String()),
+  couponType: Type.String({ enum: ['PERCENTAGE', 'FLAT'] }),
+  percentOff: Nullable(Type.Number()),
+  amountOff: Nullable(Type.Number()),
+  currency: Nullable(Type.String()),
+  duration: Type.String({ enum: ['once', 'forever', 'repeating'] }),
+  durationInMonths: Nullable(Type.Integer()),
+  maxRedemptions: Nullable(Type.Integer()),
+  limitToProducts: Type.Boolean(),
+  productIds: Type.Array(Type.String()),
+  valid: Type.Boolean({ description: 'stored flag, and not past redeemBy, and maxRedemptions not reached' }),
+  redeemBy: Nullable(Type.String({ format: 'date-time' })),
+  integrationType: Nullable(Type.String()),
+  affiliateProgramId: Uuid,
+  createdAt: DateTime,
+  updatedAt: DateTime,
+};
+
+/** A coupon as nested in a promotional code: every field but the list of codes (no cycle). */
+export const NestedCouponSchema = Type.Object(CouponFields, { title: 'CouponWithoutCodes' });
+export type NestedCoupon = Static<typeof NestedCouponSchema>;
+
+export const CreateCouponBody = Type.Object({
+  name: ShortText,
+  externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  couponType: Type.String({ enum: ['PERCENTAGE', 'FLAT'] }),
+  percentOff: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  amountOff: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: Money.maximum })),
+  currency: Type.Optional(Type.String({ pattern: '^[A-Za-z]{3}$' })),
+  duration: Type.Optional(Type.String({ enum: ['once', 'forever', 'repeating'] })),
+  durationInMonths: Type.Optional(Type.Integer({ minimum: 1, maximum: 120 })),
+  maxRedemptions: Type.Optional(Type.Integer({ minimum: 1 })),
+  limitToProducts: Type.Optional(Type.Boolean()),
+  productIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
+  valid: Type.Optional(Type.Boolean()),
+  redeemBy: Type.Optional(Type.String({ format: 'date-time' })),
+  integrationType: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+});
+export type CreateCouponBody = Static<typeof CreateCouponBody>;
+
+export const CouponsQuery = Type.Object({
+  id: Type.Optional(Uuid),
+  externalId: Type.Optional(Type.String({ maxLength: 200 })),
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  ...ListQuery,
+});
+export type CouponsQuery = Static<typeof CouponsQuery>;

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { fromMinorUnits } from '../../domain/money.ts';
+import { newId, nowIso, toIso } from '../../domain/clock.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { ApiError, conflict, notFound } from '../../http/errors.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { ProgramContext } from '../programs/program.service.ts';
+import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
+import { findLink, insertLink, linkKey, renameLink, type LinkRow, type LinkWithAffiliateRow } from './link.repository.ts';
+import type { AffiliateLink, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
+
+export function fullUrlsFor(program: ProgramContext, link: string): { baseUrl: string; fullUrl: string }[] {
+  return program.baseUrls.map((baseUrl) => {
+    const url = new URL(baseUrl);
+    url.searchParams.set(program.referralParam, link);
+    return { baseUrl, fullUrl: url.toString() };
+  });
+}
+
+export function serializeLink(row: LinkWithAffiliateRow, program: ProgramContext): AffiliateLink {
+  return {
+    id: row.id,
+    link: row.link,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+    affiliate: { id: row.affiliate_id, name: `${row.affiliate_first_name} ${row.affiliate_last_name}`, email: row.affiliate_email },
+    program: { id: program.id, name: program.name, currency: program.currency },
+    clicks: Number(row.clicks),
+    referrals: Number(row.referrals),
+    sales: Number(row.sales),
+    totalRevenue: fromMinorUnits(row.total_revenue, program.currency),
+    fullURLs: fullUrlsFor(program, row.link),
+  };
+}
+
+/** A readable, unguessable link string such as `jane-k3f9x2qa`. */
+export function generateLinkString(seed: string): string {
+  const slug = seed
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .toLowerCase()
+    .slice(0, 40);
+  const suffix = randomBytes(6).toString('base64url').replace(/[^A-Za-z0-9]/g, 'x').toLowerCase().slice(0, 8);
+  return slug ? `${slug}-${suffix}` : suffix;
+}
+
+export function newLinkRow(programId: string, affiliateId: string, link: string, isPrimary: boolean, now: string): LinkRow {
+  return {
+    id: newId(),
+    program_id: programId,
+    affiliate_id: affiliateId,
+    link,
+    link_key: linkKey(link),
+    is_primary: isPrimary ? 1 : 0,
+    clicks: 0,
+    referrals: 0,
+    sales: 0,
+    total_revenue: 0,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+export async function getLink(db: Db | Tx, program: ProgramContext, filter: { id?: string; link?: string }): Promise<AffiliateLink> {
+  const row = await findLink(db, program.id, filter);
+  if (!row) throw notFound('Affiliate link');
+  return serializeLink(row, program);
+}
+
+const linkTaken = (link: string) => conflict(`The link "${link}" is already used in this program.`);
+
+export async function createLink(db: Db, program: ProgramContext, body: CreateLinkBody): Promise<AffiliateLink> {
+  const affiliate = await resolveAffiliate(db, program, { id: body.affiliateId, email: body.affiliateEmail });
+  const link = body.link ?? generateLinkString(affiliate.first_name);
+  try {
+    return await inTransaction(db, async (tx) => {
+      const row = newLinkRow(program.id, affiliate.id, link, false, nowIso());
+      await insertLink(tx, row);
+      const created = await getLink(tx, program, { id: row.id });
+      await recordEvent(tx, program.id, 'link.created', created);
+      return created;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw linkTaken(link);
+    throw error;
+  }
+}
+
+export async function updateLink(db: Db, program: ProgramContext, body: UpdateLinkBody): Promise<AffiliateLink> {
+  if (body.id === undefined && body.link === undefined) {
+    throw new ApiError('validation_failed', 'Name the link to update.', [{ pointer: '#/id', detail: 'id or link is required' }]);
+  }
+  try {
+    return await inTransaction(db, async (tx) => {
+      const current = await findLink(tx, program.id, { id: body.id, link: body.link });
+      if (!current) throw notFound('Affiliate link');
+      await renameLink(tx, current.id, body.newLink, nowIso());
+      const updated = await getLink(tx, program, { id: current.id });
+      await recordEvent(tx, program.id, 'link.updated', updated);
+      return updated;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw linkTaken(body.newLink);
+    throw error;
+  }
+}

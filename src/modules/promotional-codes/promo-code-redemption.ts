@@ -1,0 +1,81 @@
+import { toIso } from '../../domain/clock.ts';
+import type { Tx } from '../../db/transaction.ts';
+import { ApiError, notFound, type ErrorCode } from '../../http/errors.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { ProgramContext } from '../programs/program.service.ts';
+import { findCouponsByIds, findCode, incrementCodeRedemptions, incrementCouponRedemptions, type CodeRow, type CouponRow } from './promotional-code.repository.ts';
+import { serializeCodes } from './promotional-code.serializer.ts';
+
+// The redemption rules of CONTRACT.md. Every check that reads state runs first and names its
+// reason; the limits are then enforced again by the atomic conditional increments, so two
+// racing requests can never both take the last redemption.
+
+export interface RedeemableCode {
+  code: CodeRow;
+  coupon: CouponRow;
+}
+
+export interface RedemptionAttempt {
+  /** The affiliate the referral or sale is credited to. */
+  affiliateId: string;
+  /** The customer's external id (referredUserExternalId), for limitToCustomers. */
+  customerExternalId: string;
+  /** True when the customer already has a sale, for firstTimeOrder. */
+  customerHasOrdered: boolean;
+  /** The sale amount in minor units; undefined for referrals. */
+  totalEarnedMinor?: number;
+}
+
+function reject(code: ErrorCode, detail: string): ApiError {
+  return new ApiError(code, detail);
+}
+
+export async function findRedeemableCode(tx: Tx, program: ProgramContext, code: string): Promise<RedeemableCode> {
+  const row = await findCode(tx, program.id, { code });
+  if (!row) throw notFound(`Promotional code "${code}"`);
+  const [coupon] = await findCouponsByIds(tx, program.id, [row.coupon_id]);
+  return { code: row, coupon: coupon! };
+}
+
+/** Throws the first rule the attempt breaks, naming it. */
+export function checkRedemption({ code, coupon }: RedeemableCode, attempt: RedemptionAttempt, now = Date.now()): void {
+  if (!code.active) throw reject('promo_code_inactive', `The promotional code "${code.code}" is inactive.`);
+  if (code.expires_at !== null && Date.parse(toIso(code.expires_at)) <= now) throw reject('promo_code_expired', `The promotional code "${code.code}" has expired.`);
+  if (code.max_redemptions !== null && Number(code.times_redeemed) >= Number(code.max_redemptions)) {
+    throw reject('promo_code_exhausted', `The promotional code "${code.code}" has reached its ${code.max_redemptions} redemptions.`);
+  }
+  if (!coupon.valid) throw reject('coupon_invalid', `The coupon of "${code.code}" is not valid.`);
+  if (coupon.redeem_by !== null && Date.parse(toIso(coupon.redeem_by)) <= now) throw reject('coupon_invalid', `The coupon of "${code.code}" can no longer be redeemed.`);
+  if (coupon.max_redemptions !== null && Number(coupon.times_redeemed) >= Number(coupon.max_redemptions)) {
+    throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
+  }
+  if (code.affiliate_id === null) throw reject('promo_code_not_assigned', `The promotional code "${code.code}" is not assigned to an affiliate, so nobody can be credited.`);
+  if (code.limit_to_affiliate && code.affiliate_id !== attempt.affiliateId) {
+    throw reject('promo_code_not_assigned', `The promotional code "${code.code}" can only be used for its own affiliate.`);
+  }
+  if (code.limit_to_customers && code.customer_id !== attempt.customerExternalId) {
+    throw reject('promo_code_customer_restricted', `The promotional code "${code.code}" is limited to another customer.`);
+  }
+  if (code.first_time_order && attempt.customerHasOrdered) {
+    throw reject('promo_code_first_time_only', `The promotional code "${code.code}" is for first orders only.`);
+  }
+  if (attempt.totalEarnedMinor !== undefined && code.minimum_amount !== null && attempt.totalEarnedMinor < Number(code.minimum_amount)) {
+    throw reject('promo_code_minimum_amount', `The promotional code "${code.code}" needs a purchase of at least its minimum amount.`);
+  }
+}
+
+/** Checks and redeems inside the caller's transaction; records promotional_code.redeemed. */
+export async function redeemPromoCode(tx: Tx, program: ProgramContext, found: RedeemableCode, attempt: RedemptionAttempt): Promise<void> {
+  checkRedemption(found, attempt);
+  const { code, coupon } = found;
+  if (!(await incrementCodeRedemptions(tx, code.id))) {
+    throw reject('promo_code_exhausted', `The promotional code "${code.code}" has reached its ${code.max_redemptions} redemptions.`);
+  }
+  if (!(await incrementCouponRedemptions(tx, coupon.id))) {
+    throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
+  }
+  // Read back: concurrent redemptions may have moved the count further than our +1.
+  const redeemed = (await findCode(tx, program.id, { id: code.id }))!;
+  const [data] = await serializeCodes(tx, program, [redeemed]);
+  await recordEvent(tx, program.id, 'promotional_code.redeemed', data);
+}

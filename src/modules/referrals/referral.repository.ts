@@ -1,0 +1,32 @@
+import type { Selectable } from 'kysely';
+import type { ReferralsTable } from '../../db/schema.ts';
+import type { Db, Tx } from '../../db/transaction.ts';
+import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+
+export type ReferralRow = Selectable<ReferralsTable>;
+
+export interface ReferralFilter {
+  id?: string;
+  emailKey?: string;
+  affiliateId?: string;
+}
+
+function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter) {
+  let q = db.selectFrom('referrals as r').selectAll('r').where('r.program_id', '=', programId);
+  if (filter.id !== undefined) q = q.where('r.id', '=', filter.id);
+  if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
+  if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);
+  return q;
+}
+
+export function findReferral(db: Db | Tx, programId: string, filter: ReferralFilter) {
+  return selectReferrals(db, programId, filter).executeTakeFirst();
+}
+
+export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest) {
+  return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
+}
+
+export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
+  await tx.insertInto('referrals').values(row).execute();
+}

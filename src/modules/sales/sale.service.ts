@@ -1,0 +1,131 @@
+import { commissionFor, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
+import { nowIso, toIso } from '../../domain/clock.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { ApiError, invalidField, notFound } from '../../http/errors.ts';
+import type { PageRequest } from '../../http/pagination.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { ProgramContext } from '../programs/program.service.ts';
+import { normaliseEmail } from '../users/user.service.ts';
+import { addToAffiliateCounters, findAffiliate } from '../affiliates/affiliate.repository.ts';
+import { effectiveRate } from '../affiliates/affiliate.service.ts';
+import { addToLinkCounters } from '../links/link.repository.ts';
+import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
+import { findReferral, type ReferralRow } from '../referrals/referral.repository.ts';
+import { findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
+import { customerHasSale, findSale, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
+import type { CreateSaleBody, Sale } from './sale.schema.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
+  return {
+    id: Number(row.id),
+    affiliateId: row.affiliate_id,
+    referralId: row.referral_id,
+    externalId: row.external_id,
+    externalInvoiceId: row.external_invoice_id,
+    name: row.name,
+    email: row.email,
+    totalEarned: fromMinorUnits(row.total_earned, program.currency),
+    commissionRate: millionthsToRate(row.commission_rate),
+    createdAt: toIso(row.created_at),
+  };
+}
+
+interface Customer {
+  referral?: ReferralRow;
+  credit?: Credit;
+}
+
+/**
+ * Finds the customer and the affiliate to credit, in the spec's order of identifiers:
+ * referralId (a referral, an affiliate id or a link), then email, then promoCode.
+ */
+async function findCustomer(tx: Tx, program: ProgramContext, body: CreateSaleBody): Promise<Customer> {
+  const byEmail = () => (body.email === undefined ? undefined : findReferral(tx, program.id, { emailKey: normaliseEmail(body.email).key }));
+  if (body.referralId !== undefined) {
+    const referral = UUID.test(body.referralId) ? await findReferral(tx, program.id, { id: body.referralId.toLowerCase() }) : undefined;
+    if (referral) return { referral };
+    const credit = await findCreditByIdOrLink(tx, program, body.referralId);
+    if (!credit) throw notFound('A referral, affiliate or link matching referralId');
+    return { referral: await byEmail(), credit };
+  }
+  const referral = await byEmail();
+  if (!referral && body.promoCode === undefined) throw notFound(`A referral with e-mail ${body.email}`);
+  return { referral };
+}
+
+async function creditOfReferral(tx: Tx, program: ProgramContext, referral: ReferralRow): Promise<Credit> {
+  const affiliate = (await findAffiliate(tx, program.id, { id: referral.affiliate_id }))!;
+  return { affiliate, linkId: referral.link_id };
+}
+
+export async function createSale(db: Db, program: ProgramContext, body: CreateSaleBody): Promise<Sale> {
+  if (body.referralId === undefined && body.email === undefined && body.promoCode === undefined) {
+    throw new ApiError('validation_failed', 'Name the customer.', [{ pointer: '#/referralId', detail: 'referralId, email or promoCode is required' }]);
+  }
+  const totalEarned = toMinorUnits(body.totalEarned, program.currency, '#/totalEarned');
+  const bodyRate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
+
+  return inTransaction(db, async (tx) => {
+    const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
+    let { referral, credit } = await findCustomer(tx, program, body);
+    credit ??= referral ? await creditOfReferral(tx, program, referral) : await findCreditByCode(tx, program, code!);
+
+    const hasOrdered = referral ? await customerHasSale(tx, referral.id) : false;
+    if (!referral) {
+      // A new customer: recorded as a referral of the credited affiliate.
+      if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
+      if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
+      referral = await insertCustomer(tx, program, credit, {
+        name: body.name,
+        email: body.email,
+        externalId: '',
+        promotionalCodeId: code?.code.id ?? null,
+      });
+    }
+    if (code) {
+      await redeemPromoCode(tx, program, code, {
+        affiliateId: credit.affiliate.id,
+        customerExternalId: referral.referred_user_external_id,
+        customerHasOrdered: hasOrdered,
+        totalEarnedMinor: totalEarned,
+      });
+    }
+
+    const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
+    const commission = commissionFor(totalEarned, rate);
+    const row = {
+      program_id: program.id,
+      affiliate_id: credit.affiliate.id,
+      referral_id: referral.id,
+      link_id: credit.linkId,
+      promotional_code_id: code?.code.id ?? null,
+      external_id: body.externalId ?? '',
+      external_invoice_id: body.externalInvoiceId ?? '',
+      name: body.name?.trim() ?? referral.name,
+      email: referral.email,
+      total_earned: totalEarned,
+      commission_rate: rate,
+      commission,
+      created_at: nowIso(),
+    };
+    const id = await insertSale(tx, row);
+    await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
+    if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 0, sales: 1, revenue: totalEarned });
+    const sale = serializeSale({ ...row, id }, program);
+    await recordEvent(tx, program.id, 'sale.created', sale);
+    return sale;
+  });
+}
+
+export async function getSale(db: Db, program: ProgramContext, filter: SaleFilter): Promise<Sale> {
+  const row = await findSale(db, program.id, filter);
+  if (!row) throw notFound('Sale');
+  return serializeSale(row, program);
+}
+
+export function getSalePage(db: Db, program: ProgramContext, filter: SaleFilter, page: PageRequest) {
+  return listSales(db, program.id, filter, page);
+}

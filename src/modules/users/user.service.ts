@@ -1,0 +1,68 @@
+import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { newId, nowIso } from '../../domain/clock.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
+import type { Db } from '../../db/transaction.ts';
+import { ApiError, conflict, invalidField } from '../../http/errors.ts';
+
+export interface User {
+  id: string;
+  email: string;
+  createdAt: string;
+}
+
+const SCRYPT: ScryptOptions = { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
+const KEY_LENGTH = 32;
+
+function scrypt(password: string, salt: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scryptCallback(password, salt, KEY_LENGTH, SCRYPT, (error, key) => (error ? reject(error) : resolve(key))),
+  );
+}
+
+/** `scrypt$N$r$p$salt$hash`, all parameters kept so they can be raised later. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scrypt(password, salt);
+  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), key.toString('base64url')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, , , , salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64url');
+  const actual = await scrypt(password, Buffer.from(salt, 'base64url'));
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+export const MIN_PASSWORD_LENGTH = 10;
+
+export function normaliseEmail(email: string): { email: string; key: string } {
+  const trimmed = email.trim();
+  return { email: trimmed, key: trimmed.toLowerCase() };
+}
+
+export async function createUser(db: Db, input: { email: string; password: string }): Promise<User> {
+  const { email, key } = normaliseEmail(input.email);
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidField('#/email', 'must be an e-mail address');
+  if (input.password.length < MIN_PASSWORD_LENGTH) {
+    throw invalidField('#/password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  const now = nowIso();
+  const row = { id: newId(), email, email_key: key, password_hash: await hashPassword(input.password), created_at: now, updated_at: now };
+  try {
+    await db.insertInto('users').values(row).execute();
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('A user with this e-mail already exists.');
+    throw error;
+  }
+  return { id: row.id, email, createdAt: now };
+}
+
+export async function findUserByEmail(db: Db, email: string) {
+  return db.selectFrom('users').selectAll().where('email_key', '=', normaliseEmail(email).key).executeTakeFirst();
+}
+
+export function requireUser<T>(user: T | undefined, email: string): T {
+  if (!user) throw new ApiError('not_found', `No user with e-mail ${email}.`);
+  return user;
+}

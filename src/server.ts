@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import { openDatabase, type DatabaseHandle } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  database: DatabaseHandle;
+  /** The URL the server listens on (the real port when PORT=0). */
+  url: string;
+  /** Stops accepting, finishes in-flight requests, closes the database. */
+  close(): Promise<void>;
+}
+
+/** Opens and migrates the database, then serves the app. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  const database = openDatabase(config.databaseUrl);
+  try {
+    await migrateToLatest(database.db as never);
+    const app = await buildApp(config, database);
+    await app.listen({ port: config.port, host: config.host });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    let closing: Promise<void> | undefined;
+    return {
+      app,
+      database,
+      url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      close: () =>
+        (closing ??= (async () => {
+          await app.close(); // waits for in-flight requests
+          await database.close();
+        })()),
+    };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+/** Closes the server on SIGTERM/SIGINT; a second signal exits at once. */
+export function closeOnSignals(server: RunningServer): void {
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    server.app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    server.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        server.app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
