@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { startServer, type RunningServer } from '../../src/server.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
+import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { issueToken } from '../../src/modules/tokens/token.service.ts';
+
+// Every test file gets a real server on a real port over a fresh SQLite file.
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface ApiClient {
+  readonly token: string;
+  readonly programId: string;
+  request<T = any>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  get<T = any>(path: string): Promise<ApiResponse<T>>;
+  post<T = any>(path: string, body: unknown): Promise<ApiResponse<T>>;
+  put<T = any>(path: string, body: unknown): Promise<ApiResponse<T>>;
+}
+
+export interface TestServer {
+  url: string;
+  server: RunningServer;
+  config: Config;
+  dir: string;
+  /** A new user, program and API key; the client calls /api/v1 with that key. */
+  createTenant(options?: { currency?: string; commissionRate?: number; name?: string }): Promise<ApiClient>;
+  close(): Promise<void>;
+}
+
+let tenantCount = 0;
+
+export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-test-'));
+  const config = loadConfig(
+    {},
+    { port: 0, host: '127.0.0.1', databaseUrl: `sqlite:${join(dir, 'tandem.db')}`, logLevel: 'silent', siteUrl: 'http://tandem.test', ...overrides },
+  );
+  const server = await startServer(config);
+  const db = server.database.db;
+  return {
+    url: server.url,
+    server,
+    config,
+    dir,
+    async createTenant(options = {}) {
+      const n = ++tenantCount;
+      const user = await createUser(db, { email: `owner${n}-${Date.now()}@example.com`, password: 'a long password' });
+      const program = await createProgram(db, {
+        ownerUserId: user.id,
+        name: options.name ?? `Program ${n}`,
+        domain: `program${n}.example.com`,
+        currency: options.currency,
+        commissionRate: options.commissionRate,
+      });
+      const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
+      return apiClient(server.url, token, program.id);
+    },
+    async close() {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function apiClient(baseUrl: string, token: string, programId: string): ApiClient {
+  const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${baseUrl}/api/v1${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed as any };
+  };
+  return {
+    token,
+    programId,
+    request,
+    get: (path) => request('GET', path),
+    post: (path, body) => request('POST', path, body),
+    put: (path, body) => request('PUT', path, body),
+  };
+}
+
+/** Reads one row straight from the database, to assert stored state. */
+export function rawDb(test: TestServer) {
+  return test.server.database.db;
+}
