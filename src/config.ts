@@ -11,6 +11,12 @@ export interface Config {
   readonly logLevel: string;
   /** Largest accepted request body, in bytes. */
   readonly bodyLimit: number;
+  /** PostgreSQL only: connections per process. */
+  readonly databasePoolSize: number;
+  /** PostgreSQL only: statements running longer are cancelled. */
+  readonly databaseStatementTimeoutMs: number;
+  /** PostgreSQL only: TLS to the server — off, require (encrypt), or verify (encrypt and check the certificate). */
+  readonly databaseSsl: 'off' | 'require' | 'verify';
 }
 
 export class ConfigError extends Error {}
@@ -22,6 +28,12 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function sslMode(raw: string | undefined): Config['databaseSsl'] {
+  if (raw === undefined || raw === '') return 'off';
+  if (raw === 'off' || raw === 'require' || raw === 'verify') return raw;
+  throw new ConfigError(`DATABASE_SSL must be off, require or verify, got "${raw}"`);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -49,5 +61,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     rateLimitPerMinute: overrides.rateLimitPerMinute ?? integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 1_000_000_000),
     logLevel,
     bodyLimit: overrides.bodyLimit ?? 1024 * 1024,
+    databasePoolSize: overrides.databasePoolSize ?? integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: overrides.databaseStatementTimeoutMs ?? integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    databaseSsl: overrides.databaseSsl ?? sslMode(env.DATABASE_SSL),
   });
 }

@@ -15,7 +15,7 @@ export interface RunningServer {
 
 /** Opens and migrates the database, then serves the app. */
 export async function startServer(config: Config): Promise<RunningServer> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config);
   try {
     await migrateToLatest(database.db as never);
     const app = await buildApp(config, database);

@@ -36,7 +36,7 @@ function optionalNumber(options: Options, name: string): number | undefined {
 }
 
 async function withMigratedDatabase<T>(config: Config, work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
-  const database = openDatabase(config.databaseUrl);
+  const database = openDatabase(config);
   try {
     await migrateToLatest(database.db as never);
     return await work(database);
@@ -59,7 +59,7 @@ const commands: Record<string, Command> = {
     usage: 'tandem migrate',
     options: {},
     async run(config) {
-      const database = openDatabase(config.databaseUrl);
+      const database = openDatabase(config);
       try {
         const applied = await migrateToLatest(database.db as never);
         return { text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date', json: { applied } };
@@ -153,7 +153,7 @@ export async function main(argv: string[]): Promise<number> {
     });
     if (positionals.length !== name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"; usage: ${command.usage}`);
     const config = loadConfig();
-    const result = await command.run(config, values);
+    const result = await command.run(config, values as Options);
     if (result) console.log(json ? JSON.stringify(result.json) : result.text);
     return 0;
   } catch (error) {

@@ -1,7 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './dialect.ts';
 
@@ -13,26 +15,20 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-/** Opens the database named by a DATABASE_URL (`sqlite:<path>`, `sqlite::memory:`). */
-export function openDatabase(databaseUrl: string): DatabaseHandle {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl.slice('sqlite:'.length));
-  throw new Error(`unsupported DATABASE_URL scheme: ${databaseUrl.split(':')[0]}`);
+export type DatabaseOptions = Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseSsl'>>;
+
+/** Opens the database named by DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
+export function openDatabase(options: DatabaseOptions): DatabaseHandle {
+  const url = options.databaseUrl;
+  if (url.startsWith('sqlite:')) return handle(openSqlite(url.slice('sqlite:'.length)), 'sqlite');
+  if (/^postgres(ql)?:\/\//.test(url)) return handle(openPostgres(options), 'postgres');
+  throw new Error(`unsupported DATABASE_URL scheme: ${url.split(':')[0]}`);
 }
 
-function openSqlite(path: string): DatabaseHandle {
-  const file = path === ':memory:' ? path : resolve(path);
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const connection = new SqliteDatabase(file);
-  // WAL lets readers (a second CLI process, a backup) work beside the server; NORMAL sync
-  // is durable across process crashes, which is the embedded default's promise.
-  connection.pragma('journal_mode = WAL');
-  connection.pragma('synchronous = NORMAL');
-  connection.pragma('foreign_keys = ON');
-  connection.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+function handle(db: Kysely<Database>, dialect: Dialect): DatabaseHandle {
   return {
     db,
-    dialect: 'sqlite',
+    dialect,
     async ping() {
       try {
         await sql`select 1`.execute(db);
@@ -43,4 +39,44 @@ function openSqlite(path: string): DatabaseHandle {
     },
     close: () => db.destroy(),
   };
+}
+
+function openSqlite(path: string): Kysely<Database> {
+  const file = path === ':memory:' ? path : resolve(path);
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const connection = new SqliteDatabase(file);
+  // WAL lets readers (a second CLI process, a backup) work beside the server; NORMAL sync
+  // is durable across process crashes, which is the embedded default's promise.
+  connection.pragma('journal_mode = WAL');
+  connection.pragma('synchronous = NORMAL');
+  connection.pragma('foreign_keys = ON');
+  connection.pragma('busy_timeout = 5000');
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+}
+
+// PostgreSQL values are read in the same shapes SQLite gives, so the code above the
+// repositories never branches on the dialect: bigint → number (all our integers are far
+// below 2^53), timestamptz → ISO string with milliseconds, boolean → 1/0.
+const { types } = pg;
+const parsers: Record<number, (value: string) => unknown> = {
+  [types.builtins.INT8]: (value) => Number(value),
+  [types.builtins.TIMESTAMPTZ]: (value) => new Date(value).toISOString(),
+  [types.builtins.BOOL]: (value) => (value === 't' ? 1 : 0),
+};
+const pgTypes = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => parsers[oid] ?? types.getTypeParser(oid, format)) as typeof types.getTypeParser,
+};
+
+function openPostgres(options: DatabaseOptions): Kysely<Database> {
+  const ssl = options.databaseSsl === 'verify' ? { rejectUnauthorized: true } : options.databaseSsl === 'require' ? { rejectUnauthorized: false } : undefined;
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.databasePoolSize ?? 10,
+    statement_timeout: options.databaseStatementTimeoutMs ?? 10_000,
+    ...(ssl ? { ssl } : {}),
+    types: pgTypes,
+  });
+  // An idle client losing its connection (server restart) must not crash the process.
+  pool.on('error', () => {});
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

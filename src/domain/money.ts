@@ -25,7 +25,9 @@ export function toMinorUnits(amount: number, currency: string, pointer: string):
   const scale = 10 ** minorUnitDigits(currency);
   const scaled = amount * scale;
   const minor = Math.round(scaled);
-  if (Math.abs(scaled - minor) > 1e-6 * Math.max(1, Math.abs(scaled))) {
+  // An amount with at most `digits` decimals lands within a few ulps of an integer once scaled;
+  // a looser, relative tolerance would round 12345.678 USD to 12345.68 instead of rejecting it.
+  if (Math.abs(scaled - minor) > 4 * Number.EPSILON * Math.max(1, Math.abs(scaled))) {
     throw invalidField(pointer, `has more decimals than ${currency} allows (${minorUnitDigits(currency)})`);
   }
   if (!Number.isSafeInteger(minor)) throw invalidField(pointer, 'is too large');

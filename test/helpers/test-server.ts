@@ -1,13 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
+import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
-// Every test file gets a real server on a real port over a fresh SQLite file.
+// Every test file gets a real server on a real port over a fresh database of the dialect
+// under test (a SQLite file, or a PostgreSQL database created for it and dropped after).
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -29,6 +28,7 @@ export interface TestServer {
   server: RunningServer;
   config: Config;
   dir: string;
+  database: TestDatabase;
   /** A new user, program and API key; the client calls /api/v1 with that key. */
   createTenant(options?: { currency?: string; commissionRate?: number; name?: string }): Promise<ApiClient>;
   close(): Promise<void>;
@@ -37,18 +37,25 @@ export interface TestServer {
 let tenantCount = 0;
 
 export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'tandem-test-'));
+  const database = await createTestDatabase();
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', databaseUrl: `sqlite:${join(dir, 'tandem.db')}`, logLevel: 'silent', siteUrl: 'http://tandem.test', ...overrides },
+    { port: 0, host: '127.0.0.1', databaseUrl: database.url, logLevel: 'silent', siteUrl: 'http://tandem.test', ...overrides },
   );
-  const server = await startServer(config);
+  let server: RunningServer;
+  try {
+    server = await startServer(config);
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
   const db = server.database.db;
   return {
     url: server.url,
     server,
     config,
-    dir,
+    dir: database.dir,
+    database,
     async createTenant(options = {}) {
       const n = ++tenantCount;
       const user = await createUser(db, { email: `owner${n}-${Date.now()}@example.com`, password: 'a long password' });
@@ -64,7 +71,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
     },
     async close() {
       await server.close();
-      rmSync(dir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }
