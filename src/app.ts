@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Db } from './db/transaction.ts';
 import { requireBearerToken } from './http/auth.ts';
+import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { ApiError } from './http/errors.ts';
 import { ProblemSchema } from './http/schemas.ts';
@@ -53,15 +54,20 @@ export async function buildApp(config: Config, database: DatabaseHandle): Promis
   // 2. Operations.
   await app.register(healthRoutes, { database });
 
-  // 3. The JSON API: bearer token, then the per-token rate limit, then resources.
+  // 3. The JSON API: bearer token, the per-token rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
       requireBearerToken(api, services.db);
+      // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
+      // not a string that fails validation.
+      api.removeContentTypeParser('text/plain');
       if (config.rateLimitPerMinute > 0) {
         await api.register(rateLimit, {
           max: config.rateLimitPerMinute,
           timeWindow: 60_000,
-          hook: 'preHandler',
+          // Counted right after authentication (a route-level onRequest hook runs after the
+          // bearer-token hook), so every authenticated request counts, invalid ones included.
+          hook: 'onRequest',
           keyGenerator: (request) => request.auth.tokenId,
           enableDraftSpec: true,
           errorResponseBuilder: (_request, context) =>
@@ -70,6 +76,7 @@ export async function buildApp(config: Config, database: DatabaseHandle): Promis
             }),
         });
       }
+      supportIdempotencyKeys(api, services.db);
       for (const routes of [programRoutes, affiliateRoutes, linkRoutes, referralRoutes, saleRoutes, couponRoutes, promotionalCodeRoutes]) {
         await api.register(routes, services);
       }

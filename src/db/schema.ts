@@ -181,6 +181,19 @@ export interface EventsTable {
   created_at: Timestamp;
 }
 
+/** Stored outcomes of POST/PUT requests sent with an Idempotency-Key, kept 24 hours. */
+export interface IdempotencyKeysTable {
+  program_id: string;
+  key: string;
+  /** SHA-256 of method, path and body: a reused key with another request is refused. */
+  request_hash: string;
+  state: 'running' | 'done';
+  response_status: number | null;
+  response_type: string | null;
+  response_body: string | null;
+  created_at: Timestamp;
+}
+
 export interface Database {
   users: UsersTable;
   programs: ProgramsTable;
@@ -192,4 +205,5 @@ export interface Database {
   coupons: CouponsTable;
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }

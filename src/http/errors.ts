@@ -7,6 +7,7 @@ export const errorStatus = {
   not_found: 404,
   conflict: 409,
   idempotency_conflict: 409,
+  idempotency_key_reused: 422,
   payload_too_large: 413,
   validation_failed: 422,
   promo_code_inactive: 422,
