@@ -7,6 +7,7 @@ import { closeOnSignals, startServer } from '../server.ts';
 import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
 import { createProgram, getProgram } from '../modules/programs/program.service.ts';
 import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
+import { copyData, CopyError } from '../db/copy-data.ts';
 
 // The operator command line. Every command accepts --json and then prints one JSON object
 // on its last line of stdout; bad arguments print a one-line reason and exit non-zero.
@@ -128,6 +129,27 @@ const commands: Record<string, Command> = {
         return { text: `revoked token ${id}`, json: { id, revoked: true } };
       }),
   },
+  'migrate-data': {
+    usage: 'tandem migrate-data --from sqlite:./data/tandem.db --to postgres://user@host/db',
+    options: { from: { type: 'string' }, to: { type: 'string' } },
+    async run(config, options) {
+      const [fromUrl, toUrl] = [required(options, 'from'), required(options, 'to')];
+      for (const url of [fromUrl, toUrl]) {
+        if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(url)) throw new UsageError(`--from and --to must be sqlite:<path> or postgres://… URLs, got "${url}"`);
+      }
+      if (fromUrl === toUrl) throw new UsageError('--from and --to name the same database');
+      const from = openDatabase({ ...config, databaseUrl: fromUrl });
+      const to = openDatabase({ ...config, databaseUrl: toUrl });
+      try {
+        const report = await copyData(from, to);
+        const total = Object.values(report.tables).reduce((a, b) => a + b, 0);
+        const lines = Object.entries(report.tables).map(([table, n]) => `  ${table}: ${n}`);
+        return { text: `copied ${total} rows; counts verified:\n${lines.join('\n')}`, json: report };
+      } finally {
+        await Promise.all([from.close(), to.close()]);
+      }
+    },
+  },
 };
 
 function helpText(): string {
@@ -169,7 +191,7 @@ function describe(error: unknown): string {
     const field = error.errors?.[0];
     return field ? `${field.pointer.replace('#/', '')} ${field.detail}` : error.detail;
   }
-  if (error instanceof UsageError || error instanceof ConfigError || error instanceof MigrationError) return error.message;
+  if (error instanceof UsageError || error instanceof ConfigError || error instanceof MigrationError || error instanceof CopyError) return error.message;
   const code = (error as { code?: string }).code;
   if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return (error as Error).message.split('\n')[0]!;
   if (code === 'EADDRINUSE') return `port already in use: ${(error as Error).message}`;

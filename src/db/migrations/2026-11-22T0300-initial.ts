@@ -170,7 +170,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('sales')
     .addColumn('id', pg ? sql`bigint` : sql`integer`, (c) =>
-      pg ? c.primaryKey().generatedAlwaysAsIdentity() : c.primaryKey().autoIncrement(),
+      pg ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey().autoIncrement(),
     )
     .addColumn('program_id', uuid, programRef)
     .addColumn('affiliate_id', uuid, (c) => c.notNull().references('affiliates.id').onDelete('cascade'))

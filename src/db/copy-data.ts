@@ -1,0 +1,75 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+import type { DatabaseHandle } from './database.ts';
+import { migrateToLatest } from './migrate.ts';
+
+// Moves every row from one database to another (SQLite → PostgreSQL, or back): both are
+// migrated to the same schema, the target must be empty, and the copy is one transaction on
+// the target, so a failure leaves it empty. Rows are read in key order, in batches.
+
+/** Tables in foreign-key order, each with the columns that order it uniquely. */
+const TABLES: { name: keyof Database; key: string[] }[] = [
+  { name: 'users', key: ['id'] },
+  { name: 'programs', key: ['id'] },
+  { name: 'api_tokens', key: ['id'] },
+  { name: 'affiliates', key: ['id'] },
+  { name: 'affiliate_links', key: ['id'] },
+  { name: 'coupons', key: ['id'] },
+  { name: 'promotional_codes', key: ['id'] },
+  { name: 'referrals', key: ['id'] },
+  { name: 'sales', key: ['id'] },
+  { name: 'events', key: ['id'] },
+  { name: 'idempotency_keys', key: ['program_id', 'key'] },
+];
+
+const BATCH = 1000;
+
+export class CopyError extends Error {}
+
+export interface CopyReport {
+  tables: Record<string, number>;
+}
+
+async function countRows(db: Kysely<Database>, table: keyof Database): Promise<number> {
+  const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function copyData(from: DatabaseHandle, to: DatabaseHandle, onProgress?: (table: string, copied: number) => void): Promise<CopyReport> {
+  await migrateToLatest(from.db as never);
+  await migrateToLatest(to.db as never);
+  for (const { name } of TABLES) {
+    if ((await countRows(to.db, name)) > 0) throw new CopyError(`the target database is not empty (table ${name} has rows); copy into a fresh database`);
+  }
+  const tables: Record<string, number> = {};
+  await to.db.transaction().execute(async (tx) => {
+    for (const { name, key } of TABLES) {
+      let copied = 0;
+      let after: unknown[] | undefined;
+      for (;;) {
+        let q = from.db.selectFrom(name).selectAll();
+        if (after) {
+          const columns = sql.join(key.map((k) => sql.ref(k)));
+          q = q.where(sql<boolean>`(${columns}) > (${sql.join(after)})`);
+        }
+        const rows = (await q.orderBy(sql.join(key.map((k) => sql.ref(k)))).limit(BATCH).execute()) as Record<string, unknown>[];
+        if (rows.length === 0) break;
+        await tx.insertInto(name).values(rows as never).execute();
+        copied += rows.length;
+        onProgress?.(name, copied);
+        const last = rows[rows.length - 1]!;
+        after = key.map((k) => last[k]);
+      }
+      tables[name] = copied;
+    }
+    if (to.dialect === 'postgres') {
+      // Sales ids were copied as they were; new sales continue after the largest.
+      await sql`select setval(pg_get_serial_sequence('sales', 'id'), coalesce((select max(id) from sales), 0) + 1, false)`.execute(tx);
+    }
+  });
+  for (const { name } of TABLES) {
+    const [source, target] = [await countRows(from.db, name), await countRows(to.db, name)];
+    if (source !== target) throw new CopyError(`table ${name}: ${source} rows in the source but ${target} in the target`);
+  }
+  return { tables };
+}
