@@ -1,5 +1,3 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-
 /** Current time as stored and returned: ISO 8601 UTC with milliseconds. */
 export function nowIso(): string {
   return new Date().toISOString();
@@ -13,11 +11,4 @@ export function toIso(value: string | Date): string {
 
 export function toIsoOrNull(value: string | Date | null): string | null {
   return value === null ? null : toIso(value);
-}
-
-export const newId = randomUUID;
-
-/** Random URL-safe text with `bytes` bytes of entropy. */
-export function randomToken(bytes: number): string {
-  return randomBytes(bytes).toString('base64url');
 }

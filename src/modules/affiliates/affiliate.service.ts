@@ -1,6 +1,7 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
-import { newId, nowIso, toIso } from '../../domain/clock.ts';
+import { nowIso, toIso } from '../../domain/clock.ts';
+import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../../http/errors.ts';
@@ -8,8 +9,8 @@ import type { PageRequest } from '../../http/pagination.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
-import { generateLinkString, newLinkRow } from '../links/link.service.ts';
-import { findLink, insertLink } from '../links/link.repository.ts';
+import { generateLinkString } from '../../domain/link-strings.ts';
+import { findLink, insertLink, newLinkRow } from '../links/link.repository.ts';
 import { findAffiliate, insertAffiliate, listAffiliates, type AffiliateRow } from './affiliate.repository.ts';
 import type { Affiliate, CreateAffiliateBody } from './affiliate.schema.ts';
 

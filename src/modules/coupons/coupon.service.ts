@@ -1,5 +1,6 @@
 import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
-import { newId, nowIso } from '../../domain/clock.ts';
+import { nowIso } from '../../domain/clock.ts';
+import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { conflict, invalidField, notFound } from '../../http/errors.ts';

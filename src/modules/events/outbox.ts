@@ -1,4 +1,5 @@
-import { nowIso, randomToken } from '../../domain/clock.ts';
+import { nowIso } from '../../domain/clock.ts';
+import { randomToken } from '../../domain/ids.ts';
 import type { Tx } from '../../db/transaction.ts';
 
 export const EVENT_TYPES = [

@@ -1,12 +1,30 @@
 import type { Selectable } from 'kysely';
 import type { AffiliateLinksTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
+import { newId } from '../../domain/ids.ts';
 
 export type LinkRow = Selectable<AffiliateLinksTable>;
 export type LinkWithAffiliateRow = LinkRow & { affiliate_first_name: string; affiliate_last_name: string; affiliate_email: string };
 
 export function linkKey(link: string): string {
   return link.toLowerCase();
+}
+
+export function newLinkRow(programId: string, affiliateId: string, link: string, isPrimary: boolean, now: string): LinkRow {
+  return {
+    id: newId(),
+    program_id: programId,
+    affiliate_id: affiliateId,
+    link,
+    link_key: linkKey(link),
+    is_primary: isPrimary ? 1 : 0,
+    clicks: 0,
+    referrals: 0,
+    sales: 0,
+    total_revenue: 0,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 export function findLink(db: Db | Tx, programId: string, filter: { id?: string; link?: string }) {

@@ -1,13 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { fromMinorUnits } from '../../domain/money.ts';
-import { newId, nowIso, toIso } from '../../domain/clock.ts';
+import { nowIso, toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../../http/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
-import { findLink, insertLink, linkKey, renameLink, type LinkRow, type LinkWithAffiliateRow } from './link.repository.ts';
+import { generateLinkString } from '../../domain/link-strings.ts';
+import { findLink, insertLink, newLinkRow, renameLink, type LinkWithAffiliateRow } from './link.repository.ts';
 import type { AffiliateLink, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
 
 export function fullUrlsFor(program: ProgramContext, link: string): { baseUrl: string; fullUrl: string }[] {
@@ -31,35 +31,6 @@ export function serializeLink(row: LinkWithAffiliateRow, program: ProgramContext
     sales: Number(row.sales),
     totalRevenue: fromMinorUnits(row.total_revenue, program.currency),
     fullURLs: fullUrlsFor(program, row.link),
-  };
-}
-
-/** A readable, unguessable link string such as `jane-k3f9x2qa`. */
-export function generateLinkString(seed: string): string {
-  const slug = seed
-    .normalize('NFKD')
-    .replace(/[^A-Za-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .toLowerCase()
-    .slice(0, 40);
-  const suffix = randomBytes(6).toString('base64url').replace(/[^A-Za-z0-9]/g, 'x').toLowerCase().slice(0, 8);
-  return slug ? `${slug}-${suffix}` : suffix;
-}
-
-export function newLinkRow(programId: string, affiliateId: string, link: string, isPrimary: boolean, now: string): LinkRow {
-  return {
-    id: newId(),
-    program_id: programId,
-    affiliate_id: affiliateId,
-    link,
-    link_key: linkKey(link),
-    is_primary: isPrimary ? 1 : 0,
-    clicks: 0,
-    referrals: 0,
-    sales: 0,
-    total_revenue: 0,
-    created_at: now,
-    updated_at: now,
   };
 }
 

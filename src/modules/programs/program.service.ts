@@ -1,6 +1,7 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { isCurrencyCode } from '../../domain/money.ts';
-import { newId, nowIso, toIso } from '../../domain/clock.ts';
+import { nowIso, toIso } from '../../domain/clock.ts';
+import { newId } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';

@@ -34,11 +34,15 @@ export async function findRedeemableCode(tx: Tx, program: ProgramContext, code: 
   const row = await findCode(tx, program.id, { code });
   if (!row) throw notFound(`Promotional code "${code}"`);
   const [coupon] = await findCouponsByIds(tx, program.id, [row.coupon_id]);
-  return { code: row, coupon: coupon! };
+  const found = { code: row, coupon: coupon! };
+  // The rules about the code and its coupon come first (docs/api.md), before the caller
+  // looks for an affiliate to credit through the code.
+  checkCodeUsable(found);
+  return found;
 }
 
-/** Throws the first rule the attempt breaks, naming it. */
-export function checkRedemption({ code, coupon }: RedeemableCode, attempt: RedemptionAttempt, now = Date.now()): void {
+/** Throws the first rule about the code and its coupon alone that fails, naming it. */
+export function checkCodeUsable({ code, coupon }: RedeemableCode, now = Date.now()): void {
   if (!code.active) throw reject('promo_code_inactive', `The promotional code "${code.code}" is inactive.`);
   if (code.expires_at !== null && Date.parse(toIso(code.expires_at)) <= now) throw reject('promo_code_expired', `The promotional code "${code.code}" has expired.`);
   if (code.max_redemptions !== null && Number(code.times_redeemed) >= Number(code.max_redemptions)) {
@@ -49,18 +53,24 @@ export function checkRedemption({ code, coupon }: RedeemableCode, attempt: Redem
   if (coupon.max_redemptions !== null && Number(coupon.times_redeemed) >= Number(coupon.max_redemptions)) {
     throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
   }
-  if (code.affiliate_id === null) throw reject('promo_code_not_assigned', `The promotional code "${code.code}" is not assigned to an affiliate, so nobody can be credited.`);
-  if (code.limit_to_affiliate && code.affiliate_id !== attempt.affiliateId) {
-    throw reject('promo_code_not_assigned', `The promotional code "${code.code}" can only be used for its own affiliate.`);
-  }
-  if (code.limit_to_customers && code.customer_id !== attempt.customerExternalId) {
-    throw reject('promo_code_customer_restricted', `The promotional code "${code.code}" is limited to another customer.`);
+}
+
+/** Throws the first rule the attempt breaks, naming it, in the order docs/api.md lists them. */
+export function checkRedemption(found: RedeemableCode, attempt: RedemptionAttempt, now = Date.now()): void {
+  checkCodeUsable(found, now);
+  const { code } = found;
+  if (attempt.totalEarnedMinor !== undefined && code.minimum_amount !== null && attempt.totalEarnedMinor < Number(code.minimum_amount)) {
+    throw reject('promo_code_minimum_amount', `The promotional code "${code.code}" needs a purchase of at least its minimum amount.`);
   }
   if (code.first_time_order && attempt.customerHasOrdered) {
     throw reject('promo_code_first_time_only', `The promotional code "${code.code}" is for first orders only.`);
   }
-  if (attempt.totalEarnedMinor !== undefined && code.minimum_amount !== null && attempt.totalEarnedMinor < Number(code.minimum_amount)) {
-    throw reject('promo_code_minimum_amount', `The promotional code "${code.code}" needs a purchase of at least its minimum amount.`);
+  if (code.limit_to_customers && code.customer_id !== attempt.customerExternalId) {
+    throw reject('promo_code_customer_restricted', `The promotional code "${code.code}" is limited to another customer.`);
+  }
+  if (code.affiliate_id === null) throw reject('promo_code_not_assigned', `The promotional code "${code.code}" is not assigned to an affiliate, so nobody can be credited.`);
+  if (code.limit_to_affiliate && code.affiliate_id !== attempt.affiliateId) {
+    throw reject('promo_code_not_assigned', `The promotional code "${code.code}" can only be used for its own affiliate.`);
   }
 }
 

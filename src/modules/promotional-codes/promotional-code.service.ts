@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { toMinorUnits } from '../../domain/money.ts';
-import { newId, nowIso } from '../../domain/clock.ts';
+import { nowIso } from '../../domain/clock.ts';
+import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { conflict, invalidField, notFound } from '../../http/errors.ts';
@@ -57,7 +58,9 @@ async function applyRestrictions(tx: Tx, program: ProgramContext, row: CodeRow, 
 }
 
 async function explainConflict(db: Db, program: ProgramContext, row: CodeRow): Promise<never> {
-  if (row.external_id !== null && (await findCode(db, program.id, { externalId: row.external_id }))) {
+  // On an update the row itself holds its externalId: only another code's is a conflict.
+  const sameExternalId = row.external_id === null ? undefined : await findCode(db, program.id, { externalId: row.external_id });
+  if (sameExternalId && sameExternalId.id !== row.id) {
     throw conflict(`A promotional code with externalId "${row.external_id}" already exists in this program.`);
   }
   throw conflict(`The promotional code "${row.code}" already exists in this program.`);
@@ -96,8 +99,9 @@ export async function createPromotionalCode(db: Db, program: ProgramContext, bod
   try {
     return await inTransaction(db, async (tx) => {
       if (!(await findCoupon(tx, program.id, { id: body.couponId }))) throw notFound('Coupon');
-      const affiliateId = body.affiliateEmail !== undefined && body.affiliateId === undefined
-        ? (await resolveAffiliate(tx, program, { email: body.affiliateEmail })).id
+      // With both affiliateId and affiliateEmail, both must name the same affiliate (as for links).
+      const affiliateId = body.affiliateEmail !== undefined
+        ? (await resolveAffiliate(tx, program, { id: body.affiliateId ?? undefined, email: body.affiliateEmail })).id
         : body.affiliateId;
       row = await applyRestrictions(tx, program, base, { ...body, affiliateId });
       await insertCode(tx, row);

@@ -1,4 +1,5 @@
-import { newId, nowIso } from '../../domain/clock.ts';
+import { nowIso } from '../../domain/clock.ts';
+import { newId, isUuid } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../../http/errors.ts';
@@ -11,8 +12,6 @@ import { addToLinkCounters, findLink, findPrimaryLinkId } from '../links/link.re
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferral, insertReferral, listReferrals, type ReferralFilter, type ReferralRow } from './referral.repository.ts';
 import type { CreateReferralBody, Referral } from './referral.schema.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function serializeReferral(row: ReferralRow): Referral {
   return {
@@ -38,7 +37,7 @@ async function creditThroughPrimaryLink(tx: Tx, affiliate: AffiliateRow): Promis
 
 /** Resolves a value that is an affiliate id or one of an affiliate's link strings; null when neither. */
 export async function findCreditByIdOrLink(tx: Tx, program: ProgramContext, value: string): Promise<Credit | null> {
-  if (UUID.test(value)) {
+  if (isUuid(value)) {
     const affiliate = await findAffiliate(tx, program.id, { id: value.toLowerCase() });
     if (affiliate) return creditThroughPrimaryLink(tx, affiliate);
   }
@@ -113,6 +112,15 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
     } else {
       credit = await findCreditByCode(tx, program, code!);
     }
+    // Redeem before insertCustomer touches the affiliate and link counters: every transaction
+    // locks the code and coupon rows before the affiliate and link rows (no deadlock on PostgreSQL).
+    if (code) {
+      await redeemPromoCode(tx, program, code, {
+        affiliateId: credit.affiliate.id,
+        customerExternalId: body.referredUserExternalId,
+        customerHasOrdered: false,
+      });
+    }
     const row = await insertCustomer(tx, program, credit, {
       name: body.name,
       email: body.email,
@@ -121,13 +129,6 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       status: body.status,
       promotionalCodeId: code?.code.id ?? null,
     });
-    if (code) {
-      await redeemPromoCode(tx, program, code, {
-        affiliateId: credit.affiliate.id,
-        customerExternalId: row.referred_user_external_id,
-        customerHasOrdered: false,
-      });
-    }
     return serializeReferral(row);
   });
 }

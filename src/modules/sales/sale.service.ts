@@ -1,6 +1,7 @@
 import { commissionFor, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { nowIso, toIso } from '../../domain/clock.ts';
+import { isUuid } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, invalidField, notFound } from '../../http/errors.ts';
 import type { PageRequest } from '../../http/pagination.ts';
@@ -15,8 +16,6 @@ import { findReferral, type ReferralRow } from '../referrals/referral.repository
 import { findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
 import { customerHasSale, findSale, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
 import type { CreateSaleBody, Sale } from './sale.schema.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {
@@ -45,7 +44,7 @@ interface Customer {
 async function findCustomer(tx: Tx, program: ProgramContext, body: CreateSaleBody): Promise<Customer> {
   const byEmail = () => (body.email === undefined ? undefined : findReferral(tx, program.id, { emailKey: normaliseEmail(body.email).key }));
   if (body.referralId !== undefined) {
-    const referral = UUID.test(body.referralId) ? await findReferral(tx, program.id, { id: body.referralId.toLowerCase() }) : undefined;
+    const referral = isUuid(body.referralId) ? await findReferral(tx, program.id, { id: body.referralId.toLowerCase() }) : undefined;
     if (referral) return { referral };
     const credit = await findCreditByIdOrLink(tx, program, body.referralId);
     if (!credit) throw notFound('A referral, affiliate or link matching referralId');
@@ -75,24 +74,26 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
 
     const hasOrdered = referral ? await customerHasSale(tx, referral.id) : false;
     if (!referral) {
-      // A new customer: recorded as a referral of the credited affiliate.
       if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
       if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
-      referral = await insertCustomer(tx, program, credit, {
-        name: body.name,
-        email: body.email,
-        externalId: '',
-        promotionalCodeId: code?.code.id ?? null,
-      });
     }
+    // Redeem before touching the affiliate and link counters: every transaction locks the code
+    // and coupon rows before the affiliate and link rows, so none can deadlock on PostgreSQL.
     if (code) {
       await redeemPromoCode(tx, program, code, {
         affiliateId: credit.affiliate.id,
-        customerExternalId: referral.referred_user_external_id,
+        customerExternalId: referral?.referred_user_external_id ?? '',
         customerHasOrdered: hasOrdered,
         totalEarnedMinor: totalEarned,
       });
     }
+    // A new customer: recorded as a referral of the credited affiliate.
+    referral ??= await insertCustomer(tx, program, credit, {
+      name: body.name!,
+      email: body.email!,
+      externalId: '',
+      promotionalCodeId: code?.code.id ?? null,
+    });
 
     const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
     const commission = commissionFor(totalEarned, rate);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { newId, nowIso, randomToken, toIso } from '../../domain/clock.ts';
+import { nowIso, toIso } from '../../domain/clock.ts';
+import { newId, randomToken } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import { notFound } from '../../http/errors.ts';
 import { toProgramContext, type ProgramContext } from '../programs/program.service.ts';

@@ -1,5 +1,6 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { newId, nowIso } from '../../domain/clock.ts';
+import { nowIso } from '../../domain/clock.ts';
+import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError, conflict, invalidField } from '../../http/errors.ts';
