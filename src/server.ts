@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type DatabaseHandle } from './db/database.ts';
-import { migrateToLatest } from './db/migrate.ts';
+import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -17,7 +17,9 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const database = openDatabase(config);
   try {
-    await migrateToLatest(database.db as never);
+    // Only take the migration lock when there is work: servers behind PgBouncer (transaction
+    // pooling, where a session lock could outlive its connection) then never take it.
+    if ((await pendingMigrations(database.db as never)).length > 0) await migrateToLatest(database.db as never);
     const app = await buildApp(config, database);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();

@@ -11,13 +11,27 @@ const migrations: Record<string, Migration> = {
 
 export class MigrationError extends Error {}
 
-export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
-  const migrator = new Migrator({
+function migratorFor(db: Kysely<unknown>): Migrator {
+  return new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'tandem_migrations',
     migrationLockTableName: 'tandem_migrations_lock',
   });
+}
+
+/** Names of migrations not applied yet; reads without taking the migration lock. */
+export async function pendingMigrations(db: Kysely<unknown>): Promise<string[]> {
+  const known = await migratorFor(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
+/**
+ * Applies every pending migration under the migrator's lock (an advisory lock on PostgreSQL),
+ * so processes starting together apply each migration once while the others wait.
+ */
+export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
+  const migrator = migratorFor(db);
   const result: MigrationResultSet = await migrator.migrateToLatest();
   const failed = result.results?.find((r) => r.status === 'Error');
   if (result.error || failed) {
