@@ -20,6 +20,7 @@ import { saleRoutes } from './modules/sales/sale.routes.ts';
 import { couponRoutes } from './modules/coupons/coupon.routes.ts';
 import { promotionalCodeRoutes } from './modules/promotional-codes/promotional-code.routes.ts';
 import { programRoutes } from './modules/programs/program.routes.ts';
+import { webRoutes } from './web/web.ts';
 
 /** What route plugins receive: the database and the frozen config. */
 export interface AppServices {
@@ -83,5 +84,8 @@ export async function buildApp(config: Config, database: DatabaseHandle): Promis
     },
     { prefix: '/api/v1' },
   );
+
+  // 4. The browser side: accounts, dashboard, connect flow.
+  await app.register(webRoutes, services);
   return app;
 }

@@ -20,6 +20,9 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'sales', key: ['id'] },
   { name: 'events', key: ['id'] },
   { name: 'idempotency_keys', key: ['program_id', 'key'] },
+  { name: 'sessions', key: ['id_hash'] },
+  { name: 'integrations', key: ['name'] },
+  { name: 'authorization_codes', key: ['code_hash'] },
 ];
 
 const BATCH = 1000;

@@ -1,12 +1,14 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
 import * as initial from './migrations/2026-11-22T0300-initial.ts';
 import * as idempotencyKeys from './migrations/2026-11-22T0400-idempotency-keys.ts';
+import * as webAccountsAndConnect from './migrations/2026-11-22T0500-web-accounts-and-connect.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
 const migrations: Record<string, Migration> = {
   '2026-11-22T0300-initial': initial,
   '2026-11-22T0400-idempotency-keys': idempotencyKeys,
+  '2026-11-22T0500-web-accounts-and-connect': webAccountsAndConnect,
 };
 
 export class MigrationError extends Error {}

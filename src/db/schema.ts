@@ -194,6 +194,43 @@ export interface IdempotencyKeysTable {
   created_at: Timestamp;
 }
 
+/** A browser session. The cookie holds the id; only its SHA-256 is stored. user_id is null before login. */
+export interface SessionsTable {
+  id_hash: string;
+  user_id: string | null;
+  /** Secret the session's CSRF tokens are derived from. */
+  csrf_secret: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+/** An automation tool the operator allows to use the connect flow. */
+export interface IntegrationsTable {
+  name: string;
+  display_name: string;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  client_id: string | null;
+  client_secret_hash: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A single-use authorization code of the connect flow, stored hashed, valid 10 minutes. */
+export interface AuthorizationCodesTable {
+  code_hash: string;
+  integration: string;
+  redirect_uri: string;
+  user_id: string;
+  program_id: string;
+  /** PKCE S256 challenge, when the tool sent one. */
+  code_challenge: string | null;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  token_id: string | null;
+  created_at: Timestamp;
+}
+
 export interface Database {
   users: UsersTable;
   programs: ProgramsTable;
@@ -206,4 +243,7 @@ export interface Database {
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;
   idempotency_keys: IdempotencyKeysTable;
+  sessions: SessionsTable;
+  integrations: IntegrationsTable;
+  authorization_codes: AuthorizationCodesTable;
 }

@@ -1,0 +1,139 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppServices } from '../app.ts';
+import { ApiError } from '../http/errors.ts';
+import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
+import { html } from './html.ts';
+import { csrfField, field, renderPage } from './layout.ts';
+import { endUserSessions, ensureSession, isValidCsrf, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
+
+type Form = Record<string, string | undefined>;
+
+// A password hash to verify against when the e-mail is unknown, so a login for an unknown
+// account takes as long as one for a known account (no enumeration by timing).
+const decoyHash = hashPassword('decoy password that never matches');
+
+const LOGIN_LIMIT = { max: 10, timeWindow: 60_000 };
+
+export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+  const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
+
+  function authPage(reply: FastifyReply, session: WebSession, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
+    const next = safeNextPath(values.next);
+    const login = kind === 'login';
+    const body = html`<div class="card narrow">
+      <h1>${login ? 'Log in to Tandem' : 'Create your Tandem account'}</h1>
+      <form method="post" action="/${kind}" novalidate>
+        ${csrfField(session)}
+        <input type="hidden" name="next" value="${next}">
+        ${field({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'email' })}
+        ${field({
+          label: 'Password',
+          name: 'password',
+          type: 'password',
+          required: true,
+          autocomplete: login ? 'current-password' : 'new-password',
+          help: login ? undefined : `At least ${MIN_PASSWORD_LENGTH} characters.`,
+        })}
+        <div class="actions"><button type="submit">${login ? 'Log in' : 'Create account'}</button></div>
+      </form>
+      <p>${login
+        ? html`New here? <a href="/signup?next=${encodeURIComponent(next)}">Create an account</a>.`
+        : html`Already have an account? <a href="/login?next=${encodeURIComponent(next)}">Log in</a>.`}</p>
+    </div>`;
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(renderPage({ title: login ? 'Log in' : 'Sign up', session, body, flash: error ? { kind: 'error', text: error } : undefined }));
+  }
+
+  const rejectForgery = (reply: FastifyReply) =>
+    reply.code(403).type('text/html; charset=utf-8').send(
+      renderPage({ title: 'Form expired', session: null, body: html`<div class="card narrow"><h1>This form has expired</h1><p>Go back, reload the page and try again.</p></div>` }),
+    );
+
+  app.get('/', async (request, reply) => reply.redirect(request.session?.user ? '/dashboard' : '/login'));
+
+  app.get('/login', async (request, reply) => {
+    if (request.session?.user) return reply.redirect(safeNextPath((request.query as Form).next));
+    return authPage(reply, await ensureSession(db, config, request, reply), 'login', request.query as Form);
+  });
+
+  app.post('/login', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+    const values = form(request);
+    if (!isValidCsrf(request.session, values._csrf)) return rejectForgery(reply);
+    const user = values.email ? await findUserByEmail(db, values.email) : undefined;
+    const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
+    if (!user || !ok) return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
+    await logIn(db, config, request, reply, { id: user.id, email: user.email });
+    return reply.redirect(safeNextPath(values.next), 303);
+  });
+
+  app.get('/signup', async (request, reply) => {
+    if (request.session?.user) return reply.redirect('/dashboard');
+    return authPage(reply, await ensureSession(db, config, request, reply), 'signup', request.query as Form);
+  });
+
+  app.post('/signup', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+    const values = form(request);
+    if (!isValidCsrf(request.session, values._csrf)) return rejectForgery(reply);
+    try {
+      const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' });
+      await logIn(db, config, request, reply, { id: user.id, email: user.email });
+      return reply.redirect(safeNextPath(values.next), 303);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      // The same message whether or not the e-mail is taken would hide typos from honest users;
+      // sign-up necessarily reveals that an account exists, so say so plainly but generically.
+      const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
+      return authPage(reply, request.session!, 'signup', { email: values.email, next: values.next }, message.charAt(0).toUpperCase() + message.slice(1) + '.', 422);
+    }
+  });
+
+  app.post('/logout', async (request, reply) => {
+    if (!isValidCsrf(request.session, form(request)._csrf)) return rejectForgery(reply);
+    await logOut(db, config, request, reply);
+    return reply.redirect('/login', 303);
+  });
+
+  const passwordPage = (reply: FastifyReply, session: WebSession, flash?: { kind: 'ok' | 'error'; text: string }, status = 200) =>
+    reply.code(status).type('text/html; charset=utf-8').send(
+      renderPage({
+        title: 'Change password',
+        session,
+        flash,
+        body: html`<div class="card narrow">
+          <h1>Change password</h1>
+          <p class="lead">Changing it logs out every other session.</p>
+          <form method="post" action="/account/password">
+            ${csrfField(session)}
+            ${field({ label: 'Current password', name: 'current', type: 'password', required: true, autocomplete: 'current-password' })}
+            ${field({ label: 'New password', name: 'password', type: 'password', required: true, autocomplete: 'new-password', help: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
+            <div class="actions"><button type="submit">Change password</button> <a href="/dashboard">Cancel</a></div>
+          </form>
+        </div>`,
+      }),
+    );
+
+  app.get('/account/password', async (request, reply) => {
+    if (!request.session?.user) return reply.redirect(`/login?next=${encodeURIComponent('/account/password')}`);
+    return passwordPage(reply, request.session);
+  });
+
+  app.post('/account/password', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+    const values = form(request);
+    const session = request.session;
+    if (!session?.user) return reply.redirect('/login', 303);
+    if (!isValidCsrf(session, values._csrf)) return rejectForgery(reply);
+    const user = await findUserByEmail(db, session.user.email);
+    if (!user || !(await verifyPassword(values.current ?? '', user.password_hash))) {
+      return passwordPage(reply, session, { kind: 'error', text: 'The current password is incorrect.' }, 401);
+    }
+    if ((values.password ?? '').length < MIN_PASSWORD_LENGTH) {
+      return passwordPage(reply, session, { kind: 'error', text: `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.` }, 422);
+    }
+    await db.updateTable('users').set({ password_hash: await hashPassword(values.password!), updated_at: new Date().toISOString() }).where('id', '=', user.id).execute();
+    await endUserSessions(db, user.id);
+    const fresh = await logIn(db, config, request, reply, session.user);
+    return passwordPage(reply, fresh, { kind: 'ok', text: 'Password changed. Other sessions were logged out.' });
+  });
+};

@@ -1,0 +1,120 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/transaction.ts';
+
+// Browser sessions: a random id in an HttpOnly, SameSite=Lax cookie (Secure on https sites);
+// the database holds only its SHA-256, so logout and password changes end sessions for real.
+// Every form carries a CSRF token derived from the session's secret.
+
+export const SESSION_COOKIE = 'tandem_session';
+const SESSION_DAYS = 14;
+
+export interface WebSession {
+  idHash: string;
+  csrfSecret: string;
+  user: { id: string; email: string } | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    session: WebSession | null;
+  }
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export function registerSessions(scope: FastifyInstance, db: Db): void {
+  scope.decorateRequest('session', null);
+  scope.addHook('onRequest', async (request) => {
+    const id = request.cookies[SESSION_COOKIE];
+    if (!id || id.length > 100) return;
+    const row = await db
+      .selectFrom('sessions as s')
+      .leftJoin('users as u', 'u.id', 's.user_id')
+      .select(['s.id_hash', 's.csrf_secret', 's.user_id', 'u.email'])
+      .where('s.id_hash', '=', sha256(id))
+      .where('s.expires_at', '>', new Date().toISOString())
+      .executeTakeFirst();
+    if (!row) return;
+    request.session = {
+      idHash: row.id_hash,
+      csrfSecret: row.csrf_secret,
+      user: row.user_id && row.email ? { id: row.user_id, email: row.email } : null,
+    };
+  });
+  // Pages of a session are personal: never cached, never framed.
+  scope.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('cache-control', 'no-store');
+    reply.header('pragma', 'no-cache');
+    reply.header('x-frame-options', 'DENY');
+    reply.header('referrer-policy', 'no-referrer');
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
+      reply.header('content-security-policy', "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'");
+    }
+    return payload;
+  });
+}
+
+function cookieOptions(config: Config) {
+  return { httpOnly: true, sameSite: 'lax' as const, secure: config.siteUrl.startsWith('https:'), path: '/' };
+}
+
+/** Starts a new session (anonymous when user is null) and sets its cookie. */
+export async function startSession(db: Db, config: Config, reply: FastifyReply, user: WebSession['user']): Promise<WebSession> {
+  const id = randomBytes(32).toString('base64url');
+  const session: WebSession = { idHash: sha256(id), csrfSecret: randomBytes(32).toString('base64url'), user };
+  const now = new Date();
+  await db
+    .insertInto('sessions')
+    .values({
+      id_hash: session.idHash,
+      user_id: user?.id ?? null,
+      csrf_secret: session.csrfSecret,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + SESSION_DAYS * 86_400_000).toISOString(),
+    })
+    .execute();
+  reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions(config), maxAge: SESSION_DAYS * 86_400 });
+  return session;
+}
+
+/** The request's session, or a new anonymous one (forms need a session to bind CSRF to). */
+export async function ensureSession(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply): Promise<WebSession> {
+  request.session ??= await startSession(db, config, reply, null);
+  return request.session;
+}
+
+/** Logs a user in on a fresh session id (no session fixation); the old session ends. */
+export async function logIn(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply, user: NonNullable<WebSession['user']>): Promise<WebSession> {
+  if (request.session) await db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
+  request.session = await startSession(db, config, reply, user);
+  return request.session;
+}
+
+export async function logOut(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.session) await db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
+  request.session = null;
+  reply.clearCookie(SESSION_COOKIE, cookieOptions(config));
+}
+
+/** Ends every session of a user (after a password change). */
+export async function endUserSessions(db: Db, userId: string): Promise<void> {
+  await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
+}
+
+export function csrfToken(session: WebSession): string {
+  return createHmac('sha256', session.csrfSecret).update('csrf').digest('base64url');
+}
+
+export function isValidCsrf(session: WebSession | null, token: unknown): boolean {
+  if (!session || typeof token !== 'string') return false;
+  const expected = Buffer.from(csrfToken(session));
+  const actual = Buffer.from(token);
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+/** A local path to return to after login; anything else (other sites, `//host`) becomes /dashboard. */
+export function safeNextPath(next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/dashboard';
+}

@@ -1,0 +1,38 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyPluginAsync } from 'fastify';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import staticFiles from '@fastify/static';
+import rateLimit from '@fastify/rate-limit';
+import type { AppServices } from '../app.ts';
+import { ApiError } from '../http/errors.ts';
+import { html } from './html.ts';
+import { renderPage } from './layout.ts';
+import { registerSessions } from './session.ts';
+import { accountRoutes } from './account.routes.ts';
+
+/** The browser side: accounts, the dashboard and the connect flow, server-rendered. */
+export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
+  await app.register(cookie);
+  await app.register(formbody, { bodyLimit: 64 * 1024 });
+  await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
+  // Only routes that opt in (login, sign-up, password) are limited, per client address.
+  await app.register(rateLimit, {
+    global: false,
+    keyGenerator: (request) => request.ip,
+    errorResponseBuilder: (_request, context) => Object.assign(new Error(`Too many attempts. Try again in ${context.after}.`), { statusCode: 429 }),
+  });
+  registerSessions(app, services.db);
+
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const status = error instanceof ApiError ? error.status : error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
+    if (status >= 500) request.log.error({ err: error }, 'page failed');
+    const text = status >= 500 ? `Something went wrong. Reference: ${request.id}` : error.message;
+    return reply
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(renderPage({ title: 'Error', session: request.session, body: html`<div class="card narrow"><h1>${status === 429 ? 'Slow down' : 'Something is not right'}</h1><p>${text}</p><p><a href="/">Back to Tandem</a></p></div>` }));
+  });
+
+  await app.register(accountRoutes, services);
+};
