@@ -159,9 +159,13 @@ function helpText(): string {
 export async function main(argv: string[]): Promise<number> {
   const words = argv.filter((a) => !a.startsWith('-'));
   const name = [words.slice(0, 2).join(' '), words[0] ?? ''].find((n) => n in commands);
-  if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
+  if (argv.length === 0) {
+    console.error(helpText());
+    return 1;
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
     console.log(helpText());
-    return argv.length === 0 ? 1 : 0;
+    return 0;
   }
   const json = argv.includes('--json');
   try {

@@ -9,12 +9,13 @@ export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null
   return Type.Unsafe<Static<T> | null>({ ...rest, type: [type, 'null'] });
 }
 
-export const Uuid = Type.String({ format: 'uuid' });
+export const Uuid = Type.String({ format: 'uuid', 'x-lowercase': true });
 export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Status = Type.String({ format: 'status', description: 'active or inactive, any letter case; returned lowercase' });
 export const LinkString = Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$', description: 'letters, digits and hyphens, 1 to 64' });
-export const ShortText = Type.String({ minLength: 1, maxLength: 200 });
+/** 1 to 200 characters, not all blank (names are stored trimmed). */
+export const ShortText = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 export const OptionalText = Type.String({ maxLength: 500 });
 export const Money = Type.Number({ minimum: 0, maximum: 1e13, description: 'major units of the currency (49.99)' });
 export const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'percentage, 0 to 100, up to 4 decimals' });

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
+import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from './errors.ts';
@@ -8,12 +9,26 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 // E-mails are trimmed before use (CONTRACT.md), so the format accepts surrounding spaces.
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const STATUS = /^(active|inactive)$/i;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function makeAjv(options: Options): Ajv {
   const ajv = addFormats(new Ajv({ allErrors: true, strict: false, ...options }));
   ajv.addFormat('email', (value: string) => value.trim().length <= 254 && EMAIL.test(value.trim()));
   ajv.addFormat('status', (value: string) => STATUS.test(value));
+  // Plain RFC 9562 text only: ajv-formats also takes a `urn:uuid:` prefix, which PostgreSQL's uuid rejects.
+  ajv.addFormat('uuid', UUID);
   ajv.addKeyword({ keyword: 'x-money', schemaType: 'boolean' });
+  // UUIDs are case-insensitive and stored lowercase; fold them on input so that every dialect
+  // finds the same row (PostgreSQL's uuid type ignores case, SQLite's text does not).
+  ajv.addKeyword({
+    keyword: 'x-lowercase',
+    schemaType: 'boolean',
+    modifying: true,
+    validate: (enabled: boolean, data: unknown, _schema: unknown, cxt?: DataValidationCxt) => {
+      if (enabled && typeof data === 'string' && cxt?.parentData) (cxt.parentData as Record<string | number, unknown>)[cxt.parentDataProperty] = data.toLowerCase();
+      return true;
+    },
+  });
   return ajv;
 }
 
@@ -46,6 +61,8 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
       detail = 'is required';
     } else if (error.keyword === 'format') {
       detail = FORMAT_TEXT[String(params.format)] ?? detail;
+    } else if (error.keyword === 'pattern' && params.pattern === '\\S') {
+      detail = 'must not be blank';
     } else if (error.keyword === 'type') {
       detail = `must be ${String(params.type).replace(',', ' or ')}`;
     }

@@ -112,15 +112,6 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
     } else {
       credit = await findCreditByCode(tx, program, code!);
     }
-    // Redeem before insertCustomer touches the affiliate and link counters: every transaction
-    // locks the code and coupon rows before the affiliate and link rows (no deadlock on PostgreSQL).
-    if (code) {
-      await redeemPromoCode(tx, program, code, {
-        affiliateId: credit.affiliate.id,
-        customerExternalId: body.referredUserExternalId,
-        customerHasOrdered: false,
-      });
-    }
     const row = await insertCustomer(tx, program, credit, {
       name: body.name,
       email: body.email,
@@ -129,6 +120,13 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       status: body.status,
       promotionalCodeId: code?.code.id ?? null,
     });
+    if (code) {
+      await redeemPromoCode(tx, program, code, {
+        affiliateId: credit.affiliate.id,
+        customerExternalId: row.referred_user_external_id,
+        customerHasOrdered: false,
+      });
+    }
     return serializeReferral(row);
   });
 }

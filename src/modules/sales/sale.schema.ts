@@ -31,7 +31,7 @@ export const CreateSaleBody = Type.Object({
 export type CreateSaleBody = Static<typeof CreateSaleBody>;
 
 export const SalesQuery = Type.Object({
-  id: Type.Optional(Type.Integer({ minimum: 1 })),
+  id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
   affiliateId: Type.Optional(Uuid),
   referralId: Type.Optional(Uuid),
   ...ListQuery,

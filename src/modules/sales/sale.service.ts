@@ -74,26 +74,16 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
 
     const hasOrdered = referral ? await customerHasSale(tx, referral.id) : false;
     if (!referral) {
+      // A new customer: recorded as a referral of the credited affiliate.
       if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
       if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
-    }
-    // Redeem before touching the affiliate and link counters: every transaction locks the code
-    // and coupon rows before the affiliate and link rows, so none can deadlock on PostgreSQL.
-    if (code) {
-      await redeemPromoCode(tx, program, code, {
-        affiliateId: credit.affiliate.id,
-        customerExternalId: referral?.referred_user_external_id ?? '',
-        customerHasOrdered: hasOrdered,
-        totalEarnedMinor: totalEarned,
+      referral = await insertCustomer(tx, program, credit, {
+        name: body.name,
+        email: body.email,
+        externalId: '',
+        promotionalCodeId: code?.code.id ?? null,
       });
     }
-    // A new customer: recorded as a referral of the credited affiliate.
-    referral ??= await insertCustomer(tx, program, credit, {
-      name: body.name!,
-      email: body.email!,
-      externalId: '',
-      promotionalCodeId: code?.code.id ?? null,
-    });
 
     const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
     const commission = commissionFor(totalEarned, rate);
@@ -115,6 +105,17 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
     const id = await insertSale(tx, row);
     await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
     if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 0, sales: 1, revenue: totalEarned });
+    // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
+    // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
+    // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
+    if (code) {
+      await redeemPromoCode(tx, program, code, {
+        affiliateId: credit.affiliate.id,
+        customerExternalId: referral.referred_user_external_id,
+        customerHasOrdered: hasOrdered,
+        totalEarnedMinor: totalEarned,
+      });
+    }
     const sale = serializeSale({ ...row, id }, program);
     await recordEvent(tx, program.id, 'sale.created', sale);
     return sale;
