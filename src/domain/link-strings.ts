@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 export function generateLinkString(seed: string): string {
   const slug = seed
     .normalize('NFKD')
+    .replace(/\p{M}+/gu, '') // drop the accents NFKD split off: Zoë → zoe, not zo-e
     .replace(/[^A-Za-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
     .toLowerCase()
