@@ -27,6 +27,20 @@ export function listReferrals(db: Db, programId: string, filter: ReferralFilter,
   return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
 }
 
+export async function countReferrals(db: Db, programId: string): Promise<number> {
+  const { n } = await db.selectFrom('referrals').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId).executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
   await tx.insertInto('referrals').values(row).execute();
+}
+
+/**
+ * Holds the customer's row until the transaction ends (a no-op update takes the row lock on
+ * PostgreSQL; SQLite transactions are serial anyway), so two concurrent sales of one customer
+ * cannot both see "no earlier sale" for a firstTimeOrder code.
+ */
+export async function lockReferral(tx: Tx, id: string): Promise<void> {
+  await tx.updateTable('referrals').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', id).execute();
 }
