@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import type { Db } from './db/transaction.ts';
+import { systemClock, type Clock } from './domain/clock.ts';
 import { requireBearerToken } from './http/auth.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
@@ -22,13 +23,20 @@ import { promotionalCodeRoutes } from './modules/promotional-codes/promotional-c
 import { programRoutes } from './modules/programs/program.routes.ts';
 import { webRoutes } from './web/web.ts';
 
-/** What route plugins receive: the database and the frozen config. */
+/** What route plugins receive: the database, the frozen config and the clock. */
 export interface AppServices {
   db: Db;
   config: Config;
+  /** "Now" for rules that expire; the system clock except in tests. */
+  clock: Clock;
 }
 
-export async function buildApp(config: Config, database: DatabaseHandle): Promise<FastifyInstance> {
+/** Process-level choices that are not configuration: tests pass a clock they can move. */
+export interface AppOptions {
+  clock?: Clock;
+}
+
+export async function buildApp(config: Config, database: DatabaseHandle, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -40,7 +48,7 @@ export async function buildApp(config: Config, database: DatabaseHandle): Promis
     genReqId: () => crypto.randomUUID(),
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
-  const services: AppServices = { db: database.db, config };
+  const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
 
   // 1. Framework: validation, errors, security headers, shared schemas, docs.
   app.setValidatorCompiler(validatorCompiler);

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
+import { buildApp, type AppOptions } from './app.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
@@ -14,13 +14,13 @@ export interface RunningServer {
 }
 
 /** Opens and migrates the database, then serves the app. */
-export async function startServer(config: Config): Promise<RunningServer> {
+export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   const database = openDatabase(config);
   try {
     // Only take the migration lock when there is work: servers behind PgBouncer (transaction
     // pooling, where a session lock could outlive its connection) then never take it.
     if ((await pendingMigrations(database.db as never)).length > 0) await migrateToLatest(database.db as never);
-    const app = await buildApp(config, database);
+    const app = await buildApp(config, database, options);
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;

@@ -8,13 +8,14 @@ import { createUser, findUserByEmail, requireUser } from '../modules/users/user.
 import { createProgram, getProgram } from '../modules/programs/program.service.ts';
 import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
 import { copyData, CopyError } from '../db/copy-data.ts';
+import { addIntegration, listIntegrations, removeIntegration, type Integration } from '../modules/integrations/integration.service.ts';
 
 // The operator command line. Every command accepts --json and then prints one JSON object
 // on its last line of stdout; bad arguments print a one-line reason and exit non-zero.
 
 class UsageError extends Error {}
 
-type Options = Record<string, string | boolean | undefined>;
+type Options = Record<string, string | string[] | boolean | undefined>;
 
 interface Command {
   usage: string;
@@ -129,6 +130,50 @@ const commands: Record<string, Command> = {
         return { text: `revoked token ${id}`, json: { id, revoked: true } };
       }),
   },
+  'integration add': {
+    usage: 'tandem integration add --name N [--display-name D] --redirect-uri U [--redirect-uri U2 …] [--client-id C --client-secret S]',
+    options: {
+      name: { type: 'string' },
+      'display-name': { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      'client-id': { type: 'string' },
+      'client-secret': { type: 'string' },
+    },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const redirectUris = (options['redirect-uri'] as string[] | undefined) ?? [];
+        if (redirectUris.length === 0) throw new UsageError('--redirect-uri is required (repeat it for several)');
+        if (options['client-secret'] !== undefined && options['client-id'] === undefined) throw new UsageError('--client-secret needs --client-id');
+        const integration = await addIntegration(db, {
+          name: required(options, 'name'),
+          displayName: options['display-name'] as string | undefined,
+          redirectUris,
+          clientId: options['client-id'] as string | undefined,
+          clientSecret: options['client-secret'] as string | undefined,
+        });
+        return { text: `added integration ${describeIntegration(integration)}\nconnect URL: ${config.siteUrl}/connect/${integration.name}/choose-affiliate-program\ntoken URL:   ${config.siteUrl}/api/${integration.name}/token`, json: integration };
+      }),
+  },
+  'integration list': {
+    usage: 'tandem integration list',
+    options: {},
+    run: (config) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const integrations = await listIntegrations(db);
+        const text = integrations.length ? integrations.map(describeIntegration).join('\n') : 'no integrations; add one with tandem integration add';
+        return { text, json: { integrations } };
+      }),
+  },
+  'integration remove': {
+    usage: 'tandem integration remove --name N',
+    options: { name: { type: 'string' } },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const name = required(options, 'name');
+        await removeIntegration(db, name);
+        return { text: `removed integration ${name}; tokens it issued keep working until revoked`, json: { name, removed: true } };
+      }),
+  },
   'migrate-data': {
     usage: 'tandem migrate-data --from sqlite:./data/tandem.db --to postgres://user@host/db',
     options: { from: { type: 'string' }, to: { type: 'string' } },
@@ -151,6 +196,11 @@ const commands: Record<string, Command> = {
     },
   },
 };
+
+function describeIntegration(integration: Integration): string {
+  const client = integration.clientId ? `, client id ${integration.clientId}${integration.hasClientSecret ? ' (with secret)' : ''}` : '';
+  return `${integration.name} ("${integration.displayName}")${client}\n  redirect URIs: ${integration.redirectUris.join(' ')}`;
+}
 
 function helpText(): string {
   return ['Usage:', ...Object.values(commands).map((c) => `  ${c.usage} [--json]`)].join('\n');

@@ -51,7 +51,30 @@ function openSqlite(path: string): Kysely<Database> {
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: connection }) });
+  return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(connection) }) });
+}
+
+// Kysely's SQLite driver prepares every query anew, and preparing costs more than running a
+// point query (measured: the affiliate lookup takes ~75 µs to prepare and ~25 µs to run).
+// Statements are reused by SQL text; the cache is bounded because `in (?, ?, …)` lists make
+// their text vary.
+const STATEMENT_CACHE_SIZE = 500;
+
+function withStatementCache(connection: SqliteDatabase.Database): SqliteDialectConfig['database'] {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => connection.close(),
+    prepare(text: string) {
+      let statement = statements.get(text);
+      // A statement still being iterated (a streamed query) cannot run twice at once.
+      if (statement === undefined || statement.busy) {
+        statement = connection.prepare(text);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 // Transactions begin IMMEDIATE: they take SQLite's write lock up front, so a transaction of

@@ -1,3 +1,10 @@
+/**
+ * Where "now" comes from for rules that expire (authorization codes). The app receives one
+ * (AppServices.clock) so tests can move time forward instead of waiting.
+ */
+export type Clock = () => Date;
+export const systemClock: Clock = () => new Date();
+
 /** Current time as stored and returned: ISO 8601 UTC with milliseconds. */
 export function nowIso(): string {
   return new Date().toISOString();

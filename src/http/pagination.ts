@@ -38,6 +38,11 @@ export function pageQuery<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB,
   return q.orderBy(sql`${createdAt} desc, ${id} desc`).limit(page.limit + 1);
 }
 
+/** The cursor of the page that starts after `row`. */
+export function encodeCursor(row: { created_at: string | Date; id: string | number }): string {
+  return Buffer.from(JSON.stringify([toIso(row.created_at), row.id])).toString('base64url');
+}
+
 /** Trims the extra row and, when more rows exist, sets `Link: <…>; rel="next"`. */
 export function finishPage<R extends { created_at: string | Date; id: string | number }>(
   request: FastifyRequest,
@@ -48,10 +53,8 @@ export function finishPage<R extends { created_at: string | Date; id: string | n
 ): R[] {
   if (rows.length <= page.limit) return rows;
   const items = rows.slice(0, page.limit);
-  const last = items[items.length - 1]!;
-  const cursor = Buffer.from(JSON.stringify([toIso(last.created_at), last.id])).toString('base64url');
   const url = new URL(request.url, siteUrl);
-  url.searchParams.set('cursor', cursor);
+  url.searchParams.set('cursor', encodeCursor(items[items.length - 1]!));
   reply.header('link', `<${url.toString()}>; rel="next"`);
   return items;
 }

@@ -1,8 +1,9 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv';
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
+import type { Static, TSchema } from '@sinclair/typebox';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FieldError } from './errors.ts';
+import { ApiError, type FieldError } from './errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -68,4 +69,20 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
     }
     return { pointer: `#${path}`, detail };
   });
+}
+
+const compiledBodySchemas = new WeakMap<TSchema, ValidateFunction>();
+
+/**
+ * Checks a value built outside an HTTP body (a dashboard form, turned into the API's body
+ * shape) against the API's own body schema, so both paths accept exactly the same input.
+ * Throws the 422 a route would, with the same pointers.
+ */
+export function assertValidBody<T extends TSchema>(schema: T, value: unknown): asserts value is Static<T> {
+  let validate = compiledBodySchemas.get(schema);
+  if (!validate) {
+    validate = bodyAjv.compile(schema);
+    compiledBodySchemas.set(schema, validate);
+  }
+  if (!validate(value)) throw new ApiError('validation_failed', 'The request is invalid.', toFieldErrors(validate.errors ?? []));
 }

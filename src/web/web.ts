@@ -10,6 +10,8 @@ import { html } from './html.ts';
 import { renderPage } from './layout.ts';
 import { registerSessions } from './session.ts';
 import { accountRoutes } from './account.routes.ts';
+import { connectRoutes } from './connect/connect.routes.ts';
+import { dashboardRoutes } from './dashboard/dashboard.ts';
 
 /** The browser side: accounts, the dashboard and the connect flow, server-rendered. */
 export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
@@ -35,4 +37,6 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   });
 
   await app.register(accountRoutes, services);
+  await app.register(connectRoutes, services);
+  await app.register(dashboardRoutes, services);
 };

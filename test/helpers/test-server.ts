@@ -1,4 +1,5 @@
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { AppOptions } from '../../src/app.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';
@@ -36,7 +37,8 @@ export interface TestServer {
 
 let tenantCount = 0;
 
-export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+/** `options.clock` lets a test move time (expiring codes) without waiting. */
+export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}): Promise<TestServer> {
   const database = await createTestDatabase();
   const config = loadConfig(
     {},
@@ -44,7 +46,7 @@ export async function startTestServer(overrides: Partial<Config> = {}): Promise<
   );
   let server: RunningServer;
   try {
-    server = await startServer(config);
+    server = await startServer(config, options);
   } catch (error) {
     await database.drop();
     throw error;

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../http/pagination.ts';
@@ -24,6 +24,50 @@ export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: str
 
 export function listAffiliates(db: Db, programId: string, page: PageRequest) {
   return pageQuery(selectAffiliates(db, programId), 'a', page).execute();
+}
+
+/** A LIKE pattern for "starts with", the typed text's wildcards escaped with a backslash. */
+function likePrefix(text: string): string {
+  return `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * A page of affiliates whose e-mail, first name, last name or full name starts with `text`
+ * (ignoring case). It walks the program's list index newest first and stops at a full page,
+ * so common prefixes are fast; a prefix that matches nobody reads the program's affiliates once.
+ */
+export function searchAffiliates(db: Db, programId: string, text: string, page: PageRequest) {
+  const pattern = likePrefix(text.trim().toLowerCase());
+  const startsWith = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
+  const q = selectAffiliates(db, programId).where((eb) =>
+    eb.or([
+      startsWith(sql`a.email_key`),
+      startsWith(sql`lower(a.first_name)`),
+      startsWith(sql`lower(a.last_name)`),
+      startsWith(sql`lower(a.first_name || ' ' || a.last_name)`),
+    ]),
+  );
+  return pageQuery(q, 'a', page).execute();
+}
+
+export async function countAffiliates(db: Db, programId: string): Promise<number> {
+  const { n } = await db.selectFrom('affiliates').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId).executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+/** Names and e-mails of the given affiliates of a program, to label lists of referrals and sales. */
+export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('affiliates')
+    .select(['id', 'first_name', 'last_name', 'email'])
+    .where('program_id', '=', programId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+}
+
+export async function updateAffiliateRow(db: Db, programId: string, id: string, changes: Updateable<AffiliatesTable>): Promise<void> {
+  await db.updateTable('affiliates').set(changes).where('program_id', '=', programId).where('id', '=', id).execute();
 }
 
 export async function insertAffiliate(tx: Tx, row: Selectable<AffiliatesTable>): Promise<void> {

@@ -40,6 +40,18 @@ export const CreateAffiliateBody = Type.Object({
 });
 export type CreateAffiliateBody = Static<typeof CreateAffiliateBody>;
 
+/** What the dashboard may change on an affiliate; absent fields stay as they are. */
+export const UpdateAffiliateBody = Type.Object({
+  firstName: Type.Optional(ShortText),
+  lastName: Type.Optional(ShortText),
+  /** null: follow the program's default rate. */
+  commissionRate: Type.Optional(Nullable(Percent)),
+  payoutEmail: Type.Optional(Email),
+  paymentMethod: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  status: Type.Optional(Status),
+});
+export type UpdateAffiliateBody = Static<typeof UpdateAffiliateBody>;
+
 export const AffiliatesQuery = Type.Object({
   id: Type.Optional(Uuid),
   email: Type.Optional(Email),

@@ -11,8 +11,9 @@ import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import { findLink, insertLink, newLinkRow } from '../links/link.repository.ts';
-import { findAffiliate, insertAffiliate, listAffiliates, type AffiliateRow } from './affiliate.repository.ts';
-import type { Affiliate, CreateAffiliateBody } from './affiliate.schema.ts';
+import { assertValidBody } from '../../http/validation.ts';
+import { findAffiliate, findAffiliateNames, insertAffiliate, listAffiliates, searchAffiliates, updateAffiliateRow, type AffiliateRow } from './affiliate.repository.ts';
+import { UpdateAffiliateBody, type Affiliate, type CreateAffiliateBody } from './affiliate.schema.ts';
 
 export const DEFAULT_PAYMENT_METHOD = 'none';
 
@@ -93,6 +94,47 @@ export async function getAffiliate(db: Db, program: ProgramContext, filter: { id
 
 export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest) {
   return listAffiliates(db, program.id, page);
+}
+
+/** An affiliate with its own commission rate (null: it follows the program's default). */
+export async function getAffiliateProfile(db: Db, program: ProgramContext, id: string): Promise<Affiliate & { ownCommissionRate: number | null }> {
+  const row = await findAffiliate(db, program.id, { id });
+  if (!row) throw notFound('Affiliate');
+  return { ...serializeAffiliate(row, program), ownCommissionRate: row.commission_rate === null ? null : millionthsToRate(row.commission_rate) };
+}
+
+/** Names and e-mails by affiliate id, to label a page of referrals, sales or codes. */
+export async function getAffiliateNames(db: Db, program: ProgramContext, ids: string[]): Promise<Map<string, { name: string; email: string }>> {
+  const rows = await findAffiliateNames(db, program.id, ids);
+  return new Map(rows.map((row) => [row.id, { name: `${row.first_name} ${row.last_name}`, email: row.email }]));
+}
+
+/** A page of the affiliates whose e-mail or name starts with `text`. */
+export async function searchAffiliatePage(db: Db, program: ProgramContext, text: string, page: PageRequest) {
+  return searchAffiliates(db, program.id, text, page);
+}
+
+/**
+ * Changes an affiliate's names, rate, payout details or status (the dashboard's edit form;
+ * deactivating is status "inactive"). The e-mail and link are identities and stay. No event is
+ * recorded: the contract's event types have none for this change.
+ */
+export async function updateAffiliate(db: Db, program: ProgramContext, id: string, body: UpdateAffiliateBody): Promise<Affiliate> {
+  assertValidBody(UpdateAffiliateBody, body);
+  const current = await findAffiliate(db, program.id, { id });
+  if (!current) throw notFound('Affiliate');
+  const changes: Partial<Omit<AffiliateRow, 'link'>> = {};
+  if (body.firstName !== undefined) changes.first_name = body.firstName.trim();
+  if (body.lastName !== undefined) changes.last_name = body.lastName.trim();
+  if (body.commissionRate !== undefined) {
+    changes.commission_rate = body.commissionRate === null ? null : rateToMillionths(body.commissionRate, '#/commissionRate');
+  }
+  if (body.payoutEmail !== undefined) changes.payout_email = normaliseEmail(body.payoutEmail).email;
+  if (body.paymentMethod !== undefined) changes.payment_method = body.paymentMethod;
+  if (body.status !== undefined) changes.status = body.status.toLowerCase() as 'active' | 'inactive';
+  changes.updated_at = nowIso();
+  await updateAffiliateRow(db, program.id, id, changes);
+  return serializeAffiliate({ ...current, ...changes }, program);
 }
 
 /**

@@ -39,6 +39,19 @@ export function findLink(db: Db | Tx, programId: string, filter: { id?: string; 
   return q.executeTakeFirst();
 }
 
+/** An affiliate's links, its own link first (an affiliate has a handful, not thousands). */
+export function listLinksOfAffiliate(db: Db | Tx, programId: string, affiliateId: string, limit = 100) {
+  return db
+    .selectFrom('affiliate_links')
+    .selectAll()
+    .where('program_id', '=', programId)
+    .where('affiliate_id', '=', affiliateId)
+    .orderBy('is_primary', 'desc')
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+}
+
 export function findPrimaryLinkId(db: Db | Tx, affiliateId: string) {
   return db
     .selectFrom('affiliate_links')

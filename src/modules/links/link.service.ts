@@ -7,7 +7,7 @@ import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
-import { findLink, insertLink, newLinkRow, renameLink, type LinkWithAffiliateRow } from './link.repository.ts';
+import { findLink, insertLink, listLinksOfAffiliate, newLinkRow, renameLink, type LinkWithAffiliateRow } from './link.repository.ts';
 import type { AffiliateLink, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
 
 export function fullUrlsFor(program: ProgramContext, link: string): { baseUrl: string; fullUrl: string }[] {
@@ -38,6 +38,18 @@ export async function getLink(db: Db | Tx, program: ProgramContext, filter: { id
   const row = await findLink(db, program.id, filter);
   if (!row) throw notFound('Affiliate link');
   return serializeLink(row, program);
+}
+
+/** The links of one affiliate (found by the caller), its own link first. */
+export async function getAffiliateLinks(
+  db: Db,
+  program: ProgramContext,
+  affiliate: { id: string; firstName: string; lastName: string; email: string },
+): Promise<AffiliateLink[]> {
+  const rows = await listLinksOfAffiliate(db, program.id, affiliate.id);
+  return rows.map((row) =>
+    serializeLink({ ...row, affiliate_first_name: affiliate.firstName, affiliate_last_name: affiliate.lastName, affiliate_email: affiliate.email }, program),
+  );
 }
 
 const linkTaken = (link: string) => conflict(`The link "${link}" is already used in this program.`);

@@ -1,7 +1,7 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { isCurrencyCode } from '../../domain/money.ts';
 import { nowIso, toIso } from '../../domain/clock.ts';
-import { newId } from '../../domain/ids.ts';
+import { isUuid, newId } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
@@ -120,4 +120,56 @@ export async function getProgram(db: Db, programId: string): Promise<ProgramRow>
   const row = await db.selectFrom('programs').selectAll().where('id', '=', programId).executeTakeFirst();
   if (!row) throw notFound('Program');
   return row;
+}
+
+/** The programs a user owns, oldest first (the order they were created in). */
+export async function listUserPrograms(db: Db, userId: string): Promise<Program[]> {
+  const rows = await db.selectFrom('programs').selectAll().where('owner_user_id', '=', userId).orderBy('created_at').orderBy('id').execute();
+  return rows.map(serializeProgram);
+}
+
+/** One program of the user, or undefined when it does not exist or belongs to someone else. */
+export async function findUserProgram(db: Db, userId: string, programId: string): Promise<Program | undefined> {
+  if (!isUuid(programId)) return undefined;
+  const row = await db.selectFrom('programs').selectAll().where('id', '=', programId).where('owner_user_id', '=', userId).executeTakeFirst();
+  return row && serializeProgram(row);
+}
+
+/** The context API services take, for a program already loaded (the dashboard's). */
+export function programContextOf(program: Program): ProgramContext {
+  return {
+    id: program.id,
+    name: program.name,
+    currency: program.currency,
+    defaultCommissionRate: rateToMillionths(program.commissionRate, '#/commissionRate'),
+    baseUrls: program.baseUrls,
+    referralParam: program.referralParam,
+  };
+}
+
+/** Whether any stored amount is in the program's currency (sales, codes' minimum amounts). */
+async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean> {
+  const sale = await db.selectFrom('sales').select('id').where('program_id', '=', programId).limit(1).executeTakeFirst();
+  if (sale) return true;
+  const code = await db
+    .selectFrom('promotional_codes')
+    .select('id')
+    .where('program_id', '=', programId)
+    .where('minimum_amount', 'is not', null)
+    .limit(1)
+    .executeTakeFirst();
+  return code !== undefined;
+}
+
+/** Changes a user's program with the rules of creation; 404 when it is not the user's. */
+export async function updateProgram(db: Db, userId: string, programId: string, input: Omit<ProgramInput, 'ownerUserId'>): Promise<Program> {
+  const current = await findUserProgram(db, userId, programId);
+  if (!current) throw notFound('Program');
+  const changes = validateProgramInput({ ...input, ownerUserId: userId });
+  // Amounts are stored in minor units of the currency: switching it would change their value.
+  if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {
+    throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);
+  }
+  await db.updateTable('programs').set({ ...changes, updated_at: nowIso() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+  return (await findUserProgram(db, userId, programId))!;
 }

@@ -12,7 +12,7 @@ import { addToAffiliateCounters, findAffiliate } from '../affiliates/affiliate.r
 import { effectiveRate } from '../affiliates/affiliate.service.ts';
 import { addToLinkCounters } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
-import { findReferral, type ReferralRow } from '../referrals/referral.repository.ts';
+import { findReferral, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
 import { findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
 import { customerHasSale, findSale, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
 import type { CreateSaleBody, Sale } from './sale.schema.ts';
@@ -72,7 +72,10 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
     let { referral, credit } = await findCustomer(tx, program, body);
     credit ??= referral ? await creditOfReferral(tx, program, referral) : await findCreditByCode(tx, program, code!);
 
-    const hasOrdered = referral ? await customerHasSale(tx, referral.id) : false;
+    // firstTimeOrder: lock the customer first, so that the check sees any concurrent first order.
+    if (referral && code?.code.first_time_order) await lockReferral(tx, referral.id);
+    // Only a code's firstTimeOrder rule asks whether the customer ordered before.
+    const hasOrdered = referral && code?.code.first_time_order ? await customerHasSale(tx, referral.id) : false;
     if (!referral) {
       // A new customer: recorded as a referral of the credited affiliate.
       if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');

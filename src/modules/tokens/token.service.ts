@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { nowIso, toIso } from '../../domain/clock.ts';
-import { newId, randomToken } from '../../domain/ids.ts';
+import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import { notFound } from '../../http/errors.ts';
+import { pageQuery, type PageRequest } from '../../http/pagination.ts';
 import { toProgramContext, type ProgramContext } from '../programs/program.service.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
@@ -47,13 +48,18 @@ export async function issueToken(
 }
 
 export async function revokeToken(db: Db, tokenId: string): Promise<void> {
+  if (!(await revokeTokenIfActive(db, tokenId))) throw notFound('An active token with this id');
+}
+
+/** Revokes the token unless it already is; returns whether this call revoked it. */
+export async function revokeTokenIfActive(db: Db, tokenId: string): Promise<boolean> {
   const result = await db
     .updateTable('api_tokens')
     .set({ revoked_at: nowIso() })
     .where('id', '=', tokenId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
+  return result.numUpdatedRows > 0n;
 }
 
 export interface Authenticated {
@@ -77,4 +83,63 @@ export async function authenticateToken(db: Db, token: string): Promise<Authenti
     await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', row.token_id).execute();
   }
   return { tokenId: row.token_id, program: toProgramContext(row) };
+}
+
+export type TokenKind = 'api_key' | 'connect';
+
+/** A token as the dashboard lists it: never the secret or its hash. */
+export interface TokenSummary {
+  id: string;
+  name: string;
+  prefix: string;
+  kind: TokenKind;
+  integration: string | null;
+  /** Who created the key or connected the app, when known. */
+  createdByEmail: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+/** A page of a program's tokens of one kind, newest first, revoked ones included. */
+export function listProgramTokens(db: Db, programId: string, kind: TokenKind, page: PageRequest) {
+  const q = db
+    .selectFrom('api_tokens as t')
+    .leftJoin('users as u', 'u.id', 't.created_by_user_id')
+    .select(['t.id', 't.name', 't.prefix', 't.kind', 't.integration', 't.created_at', 't.last_used_at', 't.revoked_at', 'u.email as created_by_email'])
+    .where('t.program_id', '=', programId)
+    .where('t.kind', '=', kind);
+  return pageQuery(q, 't', page).execute();
+}
+
+export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>>[number]): TokenSummary {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    kind: row.kind,
+    integration: row.integration,
+    createdByEmail: row.created_by_email,
+    createdAt: toIso(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : toIso(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : toIso(row.revoked_at),
+  };
+}
+
+/**
+ * Revokes an active token of this program and kind (the dashboard's Revoke buttons): a token of
+ * another program, of the other kind, or already revoked is "not found". Effective on the next
+ * API call, which looks the token up again.
+ */
+export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string): Promise<void> {
+  if (!isUuid(tokenId)) throw notFound('An active token with this id');
+  const result = await db
+    .updateTable('api_tokens')
+    .set({ revoked_at: nowIso() })
+    .where('id', '=', tokenId)
+    .where('program_id', '=', programId)
+    .where('kind', '=', kind)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
 }

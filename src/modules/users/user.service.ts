@@ -67,3 +67,13 @@ export function requireUser<T>(user: T | undefined, email: string): T {
   if (!user) throw new ApiError('not_found', `No user with e-mail ${email}.`);
   return user;
 }
+
+/**
+ * Whether the user is the instance's operator: the first account created (whoever installs
+ * Tandem signs up first). Only the operator may change instance-wide settings, such as the
+ * integrations allowed to use the connect flow; sign-up is open, so other accounts must not.
+ */
+export async function isOperator(db: Db, userId: string): Promise<boolean> {
+  const first = await db.selectFrom('users').select('id').orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  return first?.id === userId;
+}

@@ -1,0 +1,305 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppServices } from '../../app.ts';
+import { assertValidBody } from '../../http/validation.ts';
+import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
+import { CreateAffiliateBody, type UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
+import { createAffiliate, getAffiliatePage, getAffiliateProfile, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { millionthsToRate } from '../../domain/commission.ts';
+import { CreateLinkBody } from '../../modules/links/link.schema.ts';
+import { createLink, getAffiliateLinks } from '../../modules/links/link.service.ts';
+import { getPromotionalCodePage } from '../../modules/promotional-codes/promotional-code.service.ts';
+import { serializeCodes } from '../../modules/promotional-codes/promotional-code.serializer.ts';
+import { getReferralPage } from '../../modules/referrals/referral.service.ts';
+import { getSalePage } from '../../modules/sales/sale.service.ts';
+import { html, type SafeHtml } from '../html.ts';
+import { csrfField } from '../layout.ts';
+import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
+import { formatAmount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
+import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { referralTable } from './referrals.routes.ts';
+import { saleTable } from './sales.routes.ts';
+
+// Affiliates: search and list, create, the detail page (links, referrals, sales, codes), edit,
+// deactivate. Creating goes through createAffiliate, as POST /api/v1/affiliates does, so the
+// affiliate gets its link and the affiliate.created event.
+
+const RECENT = 20;
+
+const DONE = {
+  created: 'Affiliate created. Share their link, or give them a promotional code.',
+  updated: 'Changes saved.',
+  deactivated: 'Affiliate deactivated.',
+  activated: 'Affiliate reactivated.',
+  'link-created': 'Link added.',
+};
+
+function affiliateRows(rows: AffiliateRow[], base: string, currency: string): SafeHtml {
+  return html`<div class="table-wrap"><table>
+    <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Link</th><th scope="col">Status</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Commission earned</th><th scope="col">Joined</th></tr></thead>
+    <tbody>${rows.map(
+      (a) => html`<tr>
+        <td><a href="${base}/affiliates/${a.id}">${a.first_name} ${a.last_name}</a></td>
+        <td>${a.email}</td><td><code>${a.link ?? ''}</code></td><td>${statusBadge(a.status === 'active')}</td>
+        <td class="num">${Number(a.number_of_referred_users)}</td>
+        <td class="num">${formatMinor(a.total_commission_earned, currency)}</td>
+        <td>${formatTime(a.created_at)}</td>
+      </tr>`,
+    )}</tbody>
+  </table></div>`;
+}
+
+function createFields(values: FormValues, errors: FormErrors, defaultRate: number): SafeHtml {
+  return html`<div class="form-grid">
+    ${textField({ label: 'First name', name: 'firstName', value: values.firstName, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Last name', name: 'lastName', value: values.lastName, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Commission rate (%)', name: 'commissionRate', type: 'number', value: values.commissionRate, help: `Empty: the program's default, ${formatRate(defaultRate)}.`, attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, errors)}
+    ${textField({ label: 'Link', name: 'affiliateLink', value: values.affiliateLink, help: 'Optional: letters, digits and hyphens, such as jane. Empty: generated from the first name.', autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Payout e-mail', name: 'payoutEmail', type: 'email', value: values.payoutEmail, help: 'Empty: the e-mail above.', autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Payment method', name: 'paymentMethod', value: values.paymentMethod, help: 'Such as paypal or bank transfer. Empty: none yet.', autocomplete: 'off' }, errors)}
+  </div>`;
+}
+
+function editFields(values: FormValues, errors: FormErrors, defaultRate: number): SafeHtml {
+  return html`<div class="form-grid">
+    ${textField({ label: 'First name', name: 'firstName', value: values.firstName, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Last name', name: 'lastName', value: values.lastName, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Commission rate (%)', name: 'commissionRate', type: 'number', value: values.commissionRate, help: `Empty: the program's default, ${formatRate(defaultRate)}.`, attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, errors)}
+    ${textField({ label: 'Payout e-mail', name: 'payoutEmail', type: 'email', value: values.payoutEmail, required: true, autocomplete: 'off' }, errors)}
+    ${textField({ label: 'Payment method', name: 'paymentMethod', value: values.paymentMethod, required: true, autocomplete: 'off' }, errors)}
+    ${selectField({ label: 'Status', name: 'status', value: values.status, options: [['active', 'Active'], ['inactive', 'Inactive']], help: 'Inactive affiliates keep their history.' }, errors)}
+  </div>`;
+}
+
+/** The form's text as the API's create body; the schema then checks it as the API would. */
+function createBodyOf(form: FormValues): CreateAffiliateBody {
+  const body = {
+    firstName: form.firstName ?? '',
+    lastName: form.lastName ?? '',
+    email: form.email ?? '',
+    commissionRate: optionalNumber(form.commissionRate),
+    affiliateLink: optionalText(form.affiliateLink),
+    payoutEmail: optionalText(form.payoutEmail),
+    paymentMethod: optionalText(form.paymentMethod),
+  };
+  const defined = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
+  assertValidBody(CreateAffiliateBody, defined);
+  return defined;
+}
+
+/** The edit form as UpdateAffiliateBody; updateAffiliate checks it against the schema. */
+function updateBodyOf(form: FormValues): UpdateAffiliateBody {
+  // Unparseable text is passed on as is, so the schema check names the field.
+  const rate = (optionalNumber(form.commissionRate) ?? null) as number | null;
+  return {
+    firstName: form.firstName ?? '',
+    lastName: form.lastName ?? '',
+    commissionRate: rate,
+    payoutEmail: form.payoutEmail ?? '',
+    paymentMethod: form.paymentMethod ?? '',
+    status: form.status ?? '',
+  };
+}
+
+export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
+  const defaultRate = (p: DashboardProgram) => millionthsToRate(p.context.defaultCommissionRate);
+
+  app.get('/affiliates', async (request, reply) => {
+    const { context, base, program } = currentProgram(request);
+    const q = readQuery(request).q?.trim() ?? '';
+    const page = requestedPage(request);
+    const rows = q ? await searchAffiliatePage(db, context, q, page) : await getAffiliatePage(db, context, page);
+    const list = splitPage(rows, page, `${base}/affiliates`, { q });
+    const body = html`
+      <div class="page-head"><h1>Affiliates</h1><a class="button" href="${base}/affiliates/new">New affiliate</a></div>
+      <form class="filters" method="get" action="${base}/affiliates" role="search">
+        ${textField({ label: 'Search', name: 'q', type: 'search', value: q, help: 'The start of an e-mail or name.' }, noErrors)}
+        <button type="submit" class="secondary">Search</button>
+        ${q ? html`<a href="${base}/affiliates">Show all</a>` : ''}
+      </form>
+      ${list.items.length === 0
+        ? html`<div class="empty">${q
+            ? html`<p>No affiliate's e-mail or name starts with “${q}”.</p>`
+            : html`<p><strong>No affiliates yet.</strong></p>
+                <p>Affiliates promote ${program.name} with their own link and earn a commission on the sales they bring.
+                <a href="${base}/affiliates/new">Add the first one</a>, or let your site sign them up with <code>POST /api/v1/affiliates</code>.</p>`}</div>`
+        : affiliateRows(list.items, base, program.currency)}
+      ${pager(list)}`;
+    return sendPage(db, request, reply, { title: 'Affiliates', active: 'affiliates', body, flash: doneFlash(request, DONE) });
+  });
+
+  function newPage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
+    const dashboard = currentProgram(request);
+    const body = html`
+      <div class="page-head"><h1>New affiliate</h1></div>
+      <form class="card" method="post" action="${dashboard.base}/affiliates" novalidate>
+        ${csrfField(request.session!)}
+        ${createFields(values, errors, defaultRate(dashboard))}
+        <div class="actions"><button type="submit">Create affiliate</button> <a href="${dashboard.base}/affiliates">Cancel</a></div>
+      </form>`;
+    return sendPage(db, request, reply, {
+      title: 'New affiliate',
+      active: 'affiliates',
+      body,
+      status: errors.status,
+      flash: errors.message ? { kind: 'error', text: errors.message } : undefined,
+    });
+  }
+
+  app.get('/affiliates/new', (request, reply) => newPage(request, reply));
+
+  app.post('/affiliates', async (request, reply) => {
+    const { context, base } = currentProgram(request);
+    const form = readForm(request);
+    try {
+      const affiliate = await createAffiliate(db, context, createBodyOf(form));
+      return redirectDone(reply, `${base}/affiliates/${affiliate.id}`, 'created');
+    } catch (error) {
+      return newPage(request, reply, form, formErrorsOf(error));
+    }
+  });
+
+  async function detailPage(request: FastifyRequest, reply: FastifyReply, linkValue = '', linkErrors: FormErrors = noErrors) {
+    const { context, base, program } = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const affiliate = await getAffiliateProfile(db, context, affiliateId);
+    const [links, referrals, sales, codeRows] = await Promise.all([
+      getAffiliateLinks(db, context, affiliate),
+      getReferralPage(db, context, { affiliateId }, { limit: RECENT }),
+      getSalePage(db, context, { affiliateId }, { limit: RECENT }),
+      getPromotionalCodePage(db, context, { affiliateId }, { limit: RECENT }),
+    ]);
+    const codes = await serializeCodes(db, context, codeRows.slice(0, RECENT));
+    const name = `${affiliate.firstName} ${affiliate.lastName}`;
+    const active = affiliate.status === 'active';
+    const more = (rows: unknown[], href: string, label: string) => (rows.length > RECENT ? html`<p><a href="${href}">${label}</a></p>` : '');
+
+    const body = html`
+      <div class="page-head">
+        <h1>${name}</h1>
+        <div class="actions">
+          <a class="button secondary" href="${base}/affiliates/${affiliate.id}/edit">Edit</a>
+          <form method="post" action="${base}/affiliates/${affiliate.id}/status" class="inline">
+            ${csrfField(request.session!)}<input type="hidden" name="status" value="${active ? 'inactive' : 'active'}">
+            <button type="submit" class="${active ? 'danger' : 'secondary'}">${active ? 'Deactivate' : 'Reactivate'}</button>
+          </form>
+        </div>
+      </div>
+      <section class="card" aria-labelledby="profile"><h2 id="profile" class="visually-hidden">Profile</h2>
+        <dl class="details">
+          <dt>Status</dt><dd>${statusBadge(active)}</dd>
+          <dt>E-mail</dt><dd>${affiliate.email}</dd>
+          <dt>Commission rate</dt><dd>${formatRate(affiliate.commissionRate)}${affiliate.ownCommissionRate === null ? html` <span class="muted">(program default)</span>` : ''}</dd>
+          <dt>Commission earned</dt><dd>${formatAmount(affiliate.totalCommissionEarned, program.currency)}</dd>
+          <dt>Referred customers</dt><dd>${affiliate.numberOfReferredUsers}</dd>
+          <dt>Payout</dt><dd>${affiliate.payoutEmail} · ${affiliate.paymentMethod}</dd>
+          <dt>Joined</dt><dd>${formatTime(affiliate.createdAt)}</dd>
+          <dt>Id</dt><dd><code>${affiliate.id}</code></dd>
+        </dl>
+      </section>
+
+      <h2 id="links">Links</h2>
+      <div class="table-wrap"><table aria-labelledby="links">
+        <thead><tr><th scope="col">Link</th><th scope="col">URL</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Sales</th><th scope="col" class="num">Revenue</th></tr></thead>
+        <tbody>${links.map(
+          (l) => html`<tr><td><code>${l.link}</code>${l.link === affiliate.link ? html` <span class="badge">own link</span>` : ''}</td>
+            <td>${l.fullURLs.map((u) => html`<a href="${u.fullUrl}" rel="noreferrer">${u.fullUrl}</a><br>`)}</td>
+            <td class="num">${l.referrals}</td><td class="num">${l.sales}</td><td class="num">${formatAmount(l.totalRevenue, program.currency)}</td></tr>`,
+        )}</tbody>
+      </table></div>
+      <form class="filters" method="post" action="${base}/affiliates/${affiliate.id}/links" novalidate>
+        ${csrfField(request.session!)}
+        ${textField({ label: 'Another link', name: 'link', value: linkValue, help: 'Letters, digits and hyphens. Empty: generated.', autocomplete: 'off' }, linkErrors)}
+        <button type="submit" class="secondary">Add link</button>
+      </form>
+
+      <h2>Referrals</h2>
+      ${referrals.length === 0 ? html`<p class="empty">No referred customers yet.</p>` : referralTable(referrals.slice(0, RECENT), null, base)}
+      ${more(referrals, `${base}/referrals?affiliate=${affiliate.id}`, 'All referrals of this affiliate →')}
+
+      <h2>Sales</h2>
+      ${sales.length === 0 ? html`<p class="empty">No sales yet.</p>` : saleTable(sales.slice(0, RECENT), null, base, program.currency)}
+      <p><a href="${base}/sales?affiliate=${affiliate.id}">${sales.length > RECENT ? 'All sales of this affiliate →' : 'Filter sales by date →'}</a></p>
+
+      <h2>Promotional codes</h2>
+      ${codes.length === 0
+        ? html`<p class="empty">No codes assigned. <a href="${base}/coupons">Assign one on Coupons &amp; codes</a>.</p>`
+        : html`<div class="table-wrap"><table><thead><tr><th scope="col">Code</th><th scope="col">Coupon</th><th scope="col">Status</th><th scope="col" class="num">Redeemed</th></tr></thead>
+            <tbody>${codes.map((c) => html`<tr><td><a href="${base}/coupons/codes/${c.id}"><code>${c.code}</code></a></td><td>${c.coupon.name}</td><td>${statusBadge(c.active)}</td><td class="num">${c.timesRedeemed}${c.maxRedemptions === null ? '' : ` / ${c.maxRedemptions}`}</td></tr>`)}</tbody></table></div>`}`;
+    return sendPage(db, request, reply, {
+      title: name,
+      active: 'affiliates',
+      body,
+      status: linkErrors.status,
+      flash: linkErrors.message ? { kind: 'error', text: linkErrors.message } : doneFlash(request, DONE),
+    });
+  }
+
+  app.get('/affiliates/:affiliateId', (request, reply) => detailPage(request, reply));
+
+  async function editPage(request: FastifyRequest, reply: FastifyReply, values?: FormValues, errors: FormErrors = noErrors) {
+    const dashboard = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const affiliate = await getAffiliateProfile(db, dashboard.context, affiliateId);
+    const name = `${affiliate.firstName} ${affiliate.lastName}`;
+    const shown = values ?? {
+      firstName: affiliate.firstName,
+      lastName: affiliate.lastName,
+      commissionRate: affiliate.ownCommissionRate === null ? '' : String(affiliate.ownCommissionRate),
+      payoutEmail: affiliate.payoutEmail,
+      paymentMethod: affiliate.paymentMethod,
+      status: affiliate.status,
+    };
+    const body = html`
+      <div class="page-head"><h1>Edit ${name}</h1></div>
+      <form class="card" method="post" action="${dashboard.base}/affiliates/${affiliate.id}" novalidate>
+        ${csrfField(request.session!)}
+        <p class="muted">E-mail: ${affiliate.email} (it identifies the affiliate and cannot change).</p>
+        ${editFields(shown, errors, defaultRate(dashboard))}
+        <div class="actions"><button type="submit">Save changes</button> <a href="${dashboard.base}/affiliates/${affiliate.id}">Cancel</a></div>
+      </form>`;
+    return sendPage(db, request, reply, {
+      title: `Edit ${name}`,
+      active: 'affiliates',
+      body,
+      status: errors.status,
+      flash: errors.message ? { kind: 'error', text: errors.message } : undefined,
+    });
+  }
+
+  app.get('/affiliates/:affiliateId/edit', (request, reply) => editPage(request, reply));
+
+  app.post('/affiliates/:affiliateId', async (request, reply) => {
+    const { context, base } = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const form = readForm(request);
+    try {
+      await updateAffiliate(db, context, affiliateId, updateBodyOf(form));
+      return redirectDone(reply, `${base}/affiliates/${affiliateId}`, 'updated');
+    } catch (error) {
+      return editPage(request, reply, form, formErrorsOf(error));
+    }
+  });
+
+  app.post('/affiliates/:affiliateId/status', async (request, reply) => {
+    const { context, base } = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const status = readForm(request).status === 'active' ? 'active' : 'inactive';
+    await updateAffiliate(db, context, affiliateId, { status });
+    return redirectDone(reply, `${base}/affiliates/${affiliateId}`, status === 'active' ? 'activated' : 'deactivated');
+  });
+
+  app.post('/affiliates/:affiliateId/links', async (request, reply) => {
+    const { context, base } = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const form = readForm(request);
+    try {
+      const body = { affiliateId, ...(optionalText(form.link) === undefined ? {} : { link: optionalText(form.link) }) };
+      assertValidBody(CreateLinkBody, body);
+      await createLink(db, context, body);
+      return redirectDone(reply, `${base}/affiliates/${affiliateId}`, 'link-created');
+    } catch (error) {
+      return detailPage(request, reply, form.link, formErrorsOf(error));
+    }
+  });
+};

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppServices } from '../../app.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { notFound } from '../../http/errors.ts';
+import { findUserProgram, programContextOf } from '../../modules/programs/program.service.ts';
+import { html } from '../html.ts';
+import { renderPage } from '../layout.ts';
+import { isValidCsrf } from '../session.ts';
+import { currentUser } from './dashboard-page.ts';
+import { readForm } from './forms.ts';
+import { programRoutes } from './programs.routes.ts';
+import { overviewRoutes } from './overview.routes.ts';
+import { affiliateRoutes } from './affiliates.routes.ts';
+import { referralRoutes } from './referrals.routes.ts';
+import { saleRoutes } from './sales.routes.ts';
+import { couponRoutes } from './coupons.routes.ts';
+import { apiKeyRoutes } from './keys.routes.ts';
+import { connectedAppRoutes } from './apps.routes.ts';
+import { settingsRoutes } from './settings.routes.ts';
+
+// The merchant's dashboard, server-rendered. The checks every page needs run here, as hooks,
+// before any handler: a signed-in user, a valid CSRF token on every POST, ids in the path
+// that are UUIDs, and a program in the path that belongs to the user (else 404, as if it did
+// not exist). Pages then read the user and program from the request.
+
+function rejectForgery(request: FastifyRequest, reply: FastifyReply) {
+  return reply
+    .code(403)
+    .type('text/html; charset=utf-8')
+    .send(
+      renderPage({
+        title: 'Form expired',
+        session: request.session,
+        body: html`<div class="card narrow"><h1>This form has expired</h1><p>Nothing was changed. Go back, reload the page and try again.</p></div>`,
+      }),
+    );
+}
+
+export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
+  const { db } = services;
+  app.decorateRequest('dashboardProgram', null);
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.session?.user) return;
+    // After login the user comes back to the page; a form post cannot be replayed, so its page's program is the way back.
+    const next = request.method === 'GET' ? request.url : '/dashboard';
+    return reply.redirect(`/login?next=${encodeURIComponent(next)}`, request.method === 'GET' ? 302 : 303);
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method === 'POST' && !isValidCsrf(request.session, readForm(request)._csrf)) return rejectForgery(request, reply);
+    // Ids in paths are UUIDs; anything else cannot name a row (and PostgreSQL's uuid type would reject it).
+    const params = (request.params ?? {}) as Record<string, string>;
+    for (const [name, value] of Object.entries(params)) {
+      if (!name.endsWith('Id')) continue;
+      if (!isUuid(value)) throw notFound('Page');
+      params[name] = value.toLowerCase(); // stored lowercase; SQLite compares text exactly
+    }
+  });
+
+  await app.register(programRoutes, services);
+
+  // Everything under one program: its owner only.
+  await app.register(
+    async (scope) => {
+      scope.addHook('preHandler', async (request) => {
+        const { programId } = request.params as { programId: string };
+        const program = await findUserProgram(db, currentUser(request).id, programId);
+        if (!program) throw notFound('Program');
+        request.dashboardProgram = { program, context: programContextOf(program), base: `/dashboard/programs/${program.id}` };
+      });
+      for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, settingsRoutes]) {
+        await scope.register(routes, services);
+      }
+    },
+    { prefix: '/dashboard/programs/:programId' },
+  );
+};

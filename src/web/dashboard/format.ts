@@ -1,0 +1,43 @@
+import { fromMinorUnits } from '../../domain/money.ts';
+import { toIso } from '../../domain/clock.ts';
+import { html, type SafeHtml } from '../html.ts';
+
+// How the dashboard shows values: amounts in the program's currency, times in UTC (the
+// service stores and returns UTC, and a server-rendered page cannot know the reader's zone).
+
+const currencyFormats = new Map<string, Intl.NumberFormat>();
+
+/** 1234.5 → "$1,234.50" (major units, as the API returns amounts). */
+export function formatAmount(amount: number, currency: string): string {
+  let format = currencyFormats.get(currency);
+  if (!format) {
+    format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    currencyFormats.set(currency, format);
+  }
+  return format.format(amount);
+}
+
+/** An amount stored in minor units (123450 cents → "$1,234.50"). */
+export function formatMinor(minor: number | string, currency: string): string {
+  return formatAmount(fromMinorUnits(minor, currency), currency);
+}
+
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
+
+/** A <time> element reading "2026-11-22 14:05 UTC". */
+export function formatTime(value: string | Date | null, empty = '—'): SafeHtml | string {
+  if (value === null) return empty;
+  const iso = toIso(value);
+  return html`<time datetime="${iso}">${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC</time>`;
+}
+
+/** "20 %" for a commission rate in percent (a no-break space: the sign never wraps alone). */
+export function formatRate(percent: number): string {
+  return `${percent.toLocaleString('en-US', { maximumFractionDigits: 4 })}\u00a0%`;
+}
+
+export function statusBadge(active: boolean, labels: [string, string] = ['Active', 'Inactive']): SafeHtml {
+  return html`<span class="badge ${active ? 'ok' : 'bad'}">${active ? labels[0] : labels[1]}</span>`;
+}
