@@ -2,6 +2,8 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import fastJson from 'fast-json-stringify';
 import type { FastifyReply } from 'fastify';
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 /**
  * GET routes return one object when the query names a unique key, else a bare array
  * (CONTRACT.md). The documented schema is the union; at run time each branch gets its own
@@ -12,7 +14,8 @@ export function oneOrMany<T extends TSchema>(schema: T) {
   const many = fastJson(Type.Array(schema));
   return {
     schema: Type.Union([schema, Type.Array(schema)]),
-    sendOne: (reply: FastifyReply, value: unknown) => reply.serializer(one).send(value),
-    sendMany: (reply: FastifyReply, values: unknown[]) => reply.serializer(many).send(values),
+    // A custom serializer skips Fastify's default content type, so it is set here.
+    sendOne: (reply: FastifyReply, value: unknown) => reply.type(JSON_TYPE).serializer(one).send(value),
+    sendMany: (reply: FastifyReply, values: unknown[]) => reply.type(JSON_TYPE).serializer(many).send(values),
   };
 }
