@@ -21,6 +21,26 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     // pooling, where a session lock could outlive its connection) then never take it.
     if ((await pendingMigrations(database.db as never)).length > 0) await migrateToLatest(database.db as never);
     const app = await buildApp(config, database, options);
+    // Requests still running when close() is called finish before the database closes:
+    // Fastify stops accepting at once, but a handler may still be awaiting a query.
+    let inFlight = 0;
+    let drained: (() => void) | null = null;
+    app.addHook('onRequest', async () => {
+      inFlight++;
+    });
+    app.addHook('onResponse', async () => {
+      if (--inFlight === 0) drained?.();
+    });
+    const waitForInFlight = () =>
+      inFlight === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, 10_000); // never hang a shutdown forever
+            drained = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
     await app.listen({ port: config.port, host: config.host });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
@@ -32,7 +52,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
       close: () =>
         (closing ??= (async () => {
-          await app.close(); // waits for in-flight requests
+          await app.close();
+          await waitForInFlight();
           await database.close();
         })()),
     };

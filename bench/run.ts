@@ -1,0 +1,553 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { BIG, SMALL, seedDatabase, type SeededProgram } from './seed.ts';
+import { POSTGRES_MARKERS, renderTable, writeReport, type Figures, type Row } from './table.ts';
+
+// `npm run bench`: seeds a fresh SQLite file, starts Tandem and the bare baseline as child
+// processes on 127.0.0.1, measures each endpoint beside its baseline in alternating rounds,
+// prints one markdown table and writes it into docs/performance.md. How speed is judged:
+// ../shared/BENCHMARKS.md. Exits non-zero when any request got a non-2xx answer or a transport
+// error (a missed speed target is reported, not fatal: these machines are shared and noisy).
+//   --quick        one short round per measure, for development (docs/performance.md untouched)
+//   --only=TEXT    only the measures whose name contains TEXT (docs/performance.md untouched)
+//   --cpu-prof     the Tandem server writes a V8 CPU profile; the temp dir is kept
+//   --db postgres  the same table on PostgreSQL: a fresh database with a random name on
+//                  BENCH_DATABASE_URL's server (default postgres://postgres@127.0.0.1:5432/postgres),
+//                  dropped at the end; 64 connections, p99 target 30 ms; its own block in
+//                  docs/performance.md (a --quick run writes it too, marked quick)
+//   --processes N  N Tandem server processes and N baseline processes (consecutive ports), the
+//                  load split over them; with N ≥ 2 also POST /sales on 1 process vs N
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Set(process.argv.slice(2));
+const quick = args.has('--quick');
+const cpuProfile = args.has('--cpu-prof');
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
+/** The value of `--name value` or `--name=value`. */
+function option(name: string): string | undefined {
+  const argv = process.argv.slice(2);
+  const index = argv.indexOf(name);
+  if (index >= 0) return argv[index + 1];
+  return argv.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+const dbKind = option('--db') ?? 'sqlite';
+if (dbKind !== 'sqlite' && dbKind !== 'postgres') throw new Error(`--db must be sqlite or postgres, not ${dbKind}`);
+const postgres = dbKind === 'postgres';
+const PROCESSES = Number(option('--processes') ?? 1);
+if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error('--processes must be a positive integer');
+const postgresAdminUrl = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const CONNECTIONS = postgres ? 64 : 32;
+const ROUNDS = quick ? 1 : 5;
+const SECONDS = 2;
+const WARMUP_SECONDS = 1;
+const P99_TARGET_MS = postgres ? 30 : 20;
+const SCALING_TARGET = 1.5;
+/** N processes on POST /sales must reach this multiple of one process's req/s. */
+const PROCESS_SCALING_TARGET = 1.5;
+const RSS_TARGET_MB = 200;
+
+// ---------------------------------------------------------------- processes
+
+/** One or more processes of the same server; load is split evenly over their origins. */
+interface Service {
+  name: string;
+  origins: string[];
+  children: ChildProcess[];
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** Starts `count` processes on consecutive ports (a free block above a free port). */
+async function startService(name: string, nodeArgs: string[], env: Record<string, string>, count = 1): Promise<Service> {
+  let first = await freePort();
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const ports = await Promise.all(Array.from({ length: count - 1 }, (_, i) => portIsFree(first + i + 1)));
+    if (ports.every(Boolean)) break;
+    first = await freePort();
+  }
+  const started: Service = { name, origins: [], children: [] };
+  try {
+    for (let i = 0; i < count; i++) {
+      const one = await startProcess(count > 1 ? `${name} ${i + 1}` : name, nodeArgs, env, first + i);
+      started.origins.push(one.origin);
+      started.children.push(one.child);
+    }
+  } catch (error) {
+    for (const child of started.children) child.kill('SIGKILL');
+    throw error;
+  }
+  return started;
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree(true)));
+  });
+}
+
+async function startProcess(name: string, nodeArgs: string[], env: Record<string, string>, port: number): Promise<{ origin: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, nodeArgs, {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} while starting`);
+    try {
+      if ((await fetch(`${origin}/healthz`)).ok) return { origin, child };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`${name} did not answer ${origin}/healthz within 60 s`);
+}
+
+async function stopService(service: Service): Promise<void> {
+  await Promise.all(
+    service.children.map(async (child) => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/** Peak resident set size of a process, in MB (Linux: VmHWM in /proc/<pid>/status). */
+function peakRssMb(pid: number): number {
+  const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmHWM for process ${pid}`);
+  return Number(match[1]) / 1024;
+}
+
+// ---------------------------------------------------------------- load
+
+/** One side of a comparison: where to send requests and how to vary them. */
+interface Target {
+  label: string;
+  service: Service;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  next(): { path: string; body?: string };
+}
+
+interface Measurement extends Figures {
+  failures: number;
+  firstFailure?: string;
+}
+
+/**
+ * Drives every origin of the target's service at once, one autocannon instance per process with
+ * the connections split between them: req/s is the sum; p50 and p99 are the worst instance's
+ * (conservative: a merged histogram could only be lower).
+ */
+async function load(target: Target, seconds: number): Promise<Measurement> {
+  // A short pause first, so the previous run's in-flight requests have drained on both sides.
+  await new Promise((r) => setTimeout(r, 250));
+  const origins = target.service.origins;
+  const parts = await Promise.all(
+    origins.map((origin, i) => loadOne(target, origin, Math.floor(CONNECTIONS / origins.length) + (i < CONNECTIONS % origins.length ? 1 : 0), seconds)),
+  );
+  return {
+    rps: parts.reduce((sum, m) => sum + m.rps, 0),
+    p50: Math.max(...parts.map((m) => m.p50)),
+    p99: Math.max(...parts.map((m) => m.p99)),
+    failures: parts.reduce((sum, m) => sum + m.failures, 0),
+    firstFailure: parts.find((m) => m.firstFailure !== undefined)?.firstFailure,
+  };
+}
+
+function loadOne(target: Target, origin: string, connections: number, seconds: number): Promise<Measurement> {
+  let firstFailure: string | undefined;
+  return new Promise((resolveRun, reject) => {
+    autocannon(
+      {
+        url: origin,
+        connections,
+        duration: seconds,
+        timeout: 10,
+        headers: target.headers,
+        requests: [
+          {
+            method: target.method,
+            setupRequest: (request) => ({ ...request, ...target.next() }),
+            onResponse: (status, body) => {
+              if ((status < 200 || status > 299) && firstFailure === undefined) firstFailure = `${status} ${body.slice(0, 300)}`;
+            },
+          },
+        ],
+      },
+      (error, result) => {
+        if (error) return reject(error);
+        const ok = result['2xx'];
+        resolveRun({
+          rps: ok / result.duration,
+          p50: result.latency.p50,
+          p99: result.latency.p99,
+          failures: result.non2xx + result.errors,
+          firstFailure: firstFailure ?? (result.errors ? `${result.errors} transport errors (${result.timeouts} timeouts)` : undefined),
+        });
+      },
+    );
+  });
+}
+
+/** One request through fetch first: a broken target fails fast and says why. */
+async function preflight(target: Target, expectItems?: number): Promise<void> {
+  const { path, body } = target.next();
+  const response = await fetch(target.service.origins[0] + path, { method: target.method, headers: target.headers, body });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${target.label}: ${target.method} ${path} answered ${response.status} ${text.slice(0, 300)}`);
+  if (expectItems !== undefined) {
+    const items = JSON.parse(text) as unknown;
+    if (!Array.isArray(items) || items.length !== expectItems) throw new Error(`${target.label}: expected ${expectItems} items from ${path}`);
+  }
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+interface Compared {
+  /** Per round, the measurement of each target (in the targets' order, whatever the run order). */
+  rounds: Measurement[][];
+  /** Per target, the median over rounds of req/s, p50 and p99. */
+  figures: Figures[];
+  failure?: string;
+}
+
+/** Measures the targets in rotating order (A B, B A, … or A B C, B C A, …), round after round. */
+async function compare(name: string, targets: Target[], expectItems?: number): Promise<Compared> {
+  try {
+    for (const target of targets) await preflight(target, expectItems);
+  } catch (error) {
+    console.error(`\n!!! ${name}: ${(error as Error).message}`);
+    return { rounds: [], figures: [], failure: (error as Error).message };
+  }
+  const failures: string[] = [];
+  const note = (target: Target, m: Measurement) => {
+    if (m.failures === 0) return;
+    const message = `${target.label}: ${m.failures} non-2xx/errors, first: ${m.firstFailure ?? '?'}`;
+    console.error(`\n!!! ${name}: ${message}`);
+    failures.push(message);
+  };
+  for (const target of targets) note(target, await load(target, WARMUP_SECONDS));
+  const rounds: Measurement[][] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const results: Measurement[] = [];
+    for (let k = 0; k < targets.length; k++) {
+      const index = (k + round) % targets.length;
+      results[index] = await load(targets[index]!, SECONDS);
+      note(targets[index]!, results[index]);
+    }
+    rounds.push(results);
+    const summary = targets.map((t, i) => `${t.label} ${Math.round(results[i]!.rps)} req/s p50 ${results[i]!.p50} p99 ${results[i]!.p99} ms`);
+    console.error(`  ${name} round ${round + 1}/${ROUNDS}: ${summary.join(' · ')}`);
+  }
+  const figures = targets.map((_, i) => ({
+    rps: median(rounds.map((r) => r[i]!.rps)),
+    p50: median(rounds.map((r) => r[i]!.p50)),
+    p99: median(rounds.map((r) => r[i]!.p99)),
+  }));
+  return { rounds, figures, failure: failures.length ? failures.join('; ') : undefined };
+}
+
+/** Per round, the throughput of one target over another's; the median and every round's value. */
+function roundRatios(result: Compared, numerator: number, denominator: number, what = ''): { median: number; text: string } {
+  const ratios = result.rounds.map((r) => r[numerator]!.rps / r[denominator]!.rps);
+  const rounds = ratios.length > 1 ? ` (rounds: ${ratios.map((x) => x.toFixed(2)).join(', ')})` : '';
+  return { median: median(ratios), text: `**${median(ratios).toFixed(2)}×**${what}${rounds}` };
+}
+
+/** A measure that could not run: its target could not even be reached. */
+const failedRow = (measure: string, failure = 'did not run'): Row => ({ measure, ratio: '—', target: '—', pass: false, failure });
+
+/** p99 < 20 ms (30 ms on PostgreSQL) where the baseline meets that in the same run, else ≤ 1.5 × the baseline's p99. */
+function p99Target(tandem: Figures, baseline: Figures): { target: string; pass: boolean } {
+  if (baseline.p99 < P99_TARGET_MS) return { target: `p99 < ${P99_TARGET_MS} ms`, pass: tandem.p99 < P99_TARGET_MS };
+  const limit = 1.5 * baseline.p99;
+  return { target: `p99 ≤ 1.5 × baseline = ${Math.round(limit)} ms (baseline misses ${P99_TARGET_MS} ms)`, pass: tandem.p99 <= limit };
+}
+
+/** On PostgreSQL (issue 3) an endpoint must also reach ≥ 0.5 of its baseline's req/s (median of rounds). */
+const RATIO_TARGET = 0.5;
+function withRatioTarget(result: Compared, numerator: number, denominator: number, p99: { target: string; pass: boolean }) {
+  if (!postgres) return p99;
+  const ratio = roundRatios(result, numerator, denominator).median;
+  return { target: `≥ ${RATIO_TARGET}× baseline; ${p99.target}`, pass: p99.pass && ratio >= RATIO_TARGET };
+}
+
+// ---------------------------------------------------------------- the run
+
+function gitCommit(): string {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${commit} + uncommitted changes` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The 1-minute load average: how busy the shared machine was (other work skews absolute numbers). */
+const loadAverage = () => loadavg()[0]!.toFixed(1);
+
+async function main(): Promise<number> {
+  const startedAt = Date.now();
+  const loadAtStart = loadAverage();
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-bench-'));
+  const file = join(dir, 'tandem.db');
+  const services: Service[] = [];
+  // PostgreSQL: a fresh database with a random name, dropped at the end whatever happens.
+  const pgName = `tandem_bench_${randomBytes(6).toString('hex')}`;
+  let pgCreated = false;
+  const dropPostgres = async () => {
+    if (!pgCreated) return;
+    pgCreated = false;
+    const client = new pg.Client({ connectionString: postgresAdminUrl });
+    await client.connect();
+    try {
+      await client.query(`drop database if exists ${pgName} with (force)`);
+      console.error(`Dropped database ${pgName}`);
+    } finally {
+      await client.end();
+    }
+  };
+  const cleanup = () => {
+    for (const s of services) for (const child of s.children) if (child.exitCode === null) child.kill('SIGKILL');
+    if (!cpuProfile) rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => {
+    cleanup();
+    void dropPostgres().finally(() => process.exit(130));
+  });
+  try {
+    let databaseUrl: string;
+    if (postgres) {
+      const admin = new pg.Client({ connectionString: postgresAdminUrl });
+      await admin.connect();
+      try {
+        await admin.query(`create database ${pgName}`);
+        pgCreated = true;
+      } finally {
+        await admin.end();
+      }
+      const url = new URL(postgresAdminUrl);
+      url.pathname = `/${pgName}`;
+      databaseUrl = url.toString();
+    } else {
+      databaseUrl = `sqlite:${file}`;
+    }
+    console.error(`Seeding ${postgres ? `PostgreSQL database ${pgName}` : file} …`);
+    const seeded = await seedDatabase(postgres ? databaseUrl : file);
+    console.error(`  seeded in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+
+    const tandem = await startService(
+      'tandem',
+      [...(cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), 'bin/tandem', 'serve'],
+      { HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '1000000000' },
+      PROCESSES,
+    );
+    services.push(tandem);
+    const baseline = await startService('baseline', ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: databaseUrl }, PROCESSES);
+    services.push(baseline);
+
+    const rows = await measureAll(tandem, baseline, seeded.big, seeded.small);
+    const rss = Math.max(...tandem.children.map((c) => peakRssMb(c.pid!)));
+    const baselineRss = Math.max(...baseline.children.map((c) => peakRssMb(c.pid!)));
+    rows.push({
+      measure: PROCESSES > 1 ? 'Peak RSS of the largest server process (VmHWM)' : 'Peak RSS of the server (VmHWM)',
+      tandemText: `${Math.round(rss)} MB`,
+      baselineText: `${Math.round(baselineRss)} MB`,
+      ratio: '—',
+      target: `< ${RSS_TARGET_MB} MB`,
+      pass: rss < RSS_TARGET_MB,
+    });
+
+    for (const service of services) await stopService(service);
+    const seconds = Math.round((Date.now() - startedAt) / 1000);
+    const table = renderTable(rows, {
+      machine: `nproc ${availableParallelism()}, Node ${process.version}, ${process.platform}/${process.arch}; load average ${loadAtStart} at the start, ${loadAverage()} at the end`,
+      commit: gitCommit(),
+      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+      command: commandLine(),
+      settings: `${quick ? '**quick run** (one short round; not a full measurement) · ' : ''}${postgres ? `PostgreSQL, ${PROCESSES} Tandem process(es) and ${PROCESSES} baseline process(es), ` : ''}${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s per side after a ${WARMUP_SECONDS} s warm-up, total ${seconds} s`,
+    });
+    console.log(`\n${table}\n`);
+    if (postgres ? !only : !quick && !only) {
+      writeReport(join(root, 'docs/performance.md'), table, postgres ? POSTGRES_MARKERS : undefined);
+      console.error('Wrote docs/performance.md');
+    }
+    if (cpuProfile) console.error(`CPU profile of the server: ${dir}/*.cpuprofile`);
+    const failed = rows.filter((r) => r.failure || !r.pass);
+    if (failed.length) console.error(`${failed.length} row(s) missed their target or failed: ${failed.map((r) => r.measure).join('; ')}`);
+    return rows.some((r) => r.failure) ? 1 : 0;
+  } finally {
+    cleanup();
+    await dropPostgres();
+  }
+}
+
+function commandLine(): string {
+  const parts = ['npm run bench'];
+  const extra = [...(postgres ? ['--db postgres'] : []), ...(PROCESSES > 1 ? [`--processes ${PROCESSES}`] : []), ...(quick ? ['--quick'] : [])];
+  if (only) extra.push(`--only=${only}`);
+  return extra.length ? `${parts[0]} -- ${extra.join(' ')}` : parts[0]!;
+}
+
+async function measureAll(tandem: Service, baseline: Service, big: SeededProgram, small: SeededProgram): Promise<Row[]> {
+  const api = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
+  const pick = <T>(list: ArrayLike<T>) => list[Math.floor(Math.random() * list.length)]!;
+  const pickIndex = (length: number) => Math.floor(Math.random() * length);
+  let serial = 0; // makes every created e-mail and external id unique across sides and rounds
+  const amount = () => (1_000 + (serial % 19_000)) / 100;
+  // The baseline has no tokens: it is told the program in the query string.
+  const withProgramId = (path: string, programId: string) => `${path}${path.includes('?') ? '&' : '?'}programId=${programId}`;
+
+  // Each endpoint: the Tandem target and its baseline, built from the same generator.
+  const pair = (method: 'GET' | 'POST', next: (side: 'tandem' | 'baseline') => { path: string; body?: string }) => [
+    { label: 'Tandem', service: tandem, method, headers: api(big.token), next: () => next('tandem') },
+    {
+      label: 'baseline',
+      service: baseline,
+      method,
+      headers: api(big.token),
+      next: () => {
+        const request = next('baseline');
+        return { ...request, path: withProgramId(request.path, big.id) };
+      },
+    },
+  ] satisfies Target[];
+
+  const endpoints: { measure: string; targets: Target[]; expectItems?: number }[] = [
+    {
+      measure: 'POST /api/v1/sales (by referralId)',
+      targets: pair('POST', (side) => {
+        const r = pickIndex(big.referralIds.length);
+        const body: Record<string, unknown> = { referralId: big.referralIds[r], totalEarned: amount(), externalId: `ch_bench_${++serial}` };
+        if (side === 'baseline') body.affiliateId = big.affiliateIds[big.referralAffiliate[r]!];
+        return { path: '/api/v1/sales', body: JSON.stringify(body) };
+      }),
+    },
+    {
+      measure: 'POST /api/v1/referrals (by affiliateId)',
+      targets: pair('POST', () => {
+        const n = ++serial;
+        const body = { name: `Bench Customer ${n}`, email: `bench.${n}@customers.example.org`, referredUserExternalId: `cus_bench_${n}`, affiliateId: pick(big.affiliateIds) };
+        return { path: '/api/v1/referrals', body: JSON.stringify(body) };
+      }),
+    },
+    { measure: 'GET /api/v1/affiliates?id=…', targets: pair('GET', () => ({ path: `/api/v1/affiliates?id=${pick(big.affiliateIds)}` })) },
+    {
+      measure: 'GET /api/v1/promotional-codes?code=…',
+      targets: pair('GET', () => ({ path: `/api/v1/promotional-codes?code=${encodeURIComponent(pick(big.codes))}` })),
+    },
+    { measure: 'GET /api/v1/affiliates?limit=100', targets: pair('GET', () => ({ path: '/api/v1/affiliates?limit=100' })), expectItems: 100 },
+  ];
+
+  const rows: Row[] = [];
+  for (const endpoint of endpoints) {
+    if (only && !endpoint.measure.includes(only)) continue;
+    const result = await compare(endpoint.measure, endpoint.targets, endpoint.expectItems);
+    if (result.rounds.length === 0) {
+      rows.push(failedRow(endpoint.measure, result.failure));
+      continue;
+    }
+    const [t, b] = result.figures as [Figures, Figures];
+    const ratio = roundRatios(result, 0, 1).text;
+    rows.push({ measure: endpoint.measure, tandem: t, baseline: b, ratio, ...withRatioTarget(result, 0, 1, p99Target(t, b)), failure: result.failure });
+  }
+
+  // N processes against one on POST /sales: the same generator, once over every Tandem process
+  // and once over the first only, alternated in the same rounds.
+  if (PROCESSES > 1 && (!only || 'POST /api/v1/sales'.includes(only))) {
+    const sale = () => {
+      const r = pickIndex(big.referralIds.length);
+      return { path: '/api/v1/sales', body: JSON.stringify({ referralId: big.referralIds[r], totalEarned: amount(), externalId: `ch_bench_${++serial}` }) };
+    };
+    const one: Service = { name: 'tandem 1', origins: [tandem.origins[0]!], children: [tandem.children[0]!] };
+    const targets: Target[] = [
+      { label: `Tandem ${PROCESSES} processes`, service: tandem, method: 'POST', headers: api(big.token), next: sale },
+      { label: 'Tandem 1 process', service: one, method: 'POST', headers: api(big.token), next: sale },
+    ];
+    const measure = `POST /api/v1/sales: ${PROCESSES} processes ÷ 1 process`;
+    const result = await compare(measure, targets);
+    if (result.rounds.length === 0) rows.push(failedRow(measure, result.failure));
+    else {
+      const [n, o] = result.figures as [Figures, Figures];
+      const scaling = roundRatios(result, 0, 1, ` req/s of ${PROCESSES} ÷ 1`);
+      rows.push({
+        measure: `${measure} (baseline column: Tandem on 1 process)`,
+        tandem: n,
+        baseline: o,
+        ratio: scaling.text,
+        target: `≥ ${PROCESS_SCALING_TARGET}×`,
+        pass: scaling.median >= PROCESS_SCALING_TARGET,
+        failure: result.failure,
+      });
+    }
+  }
+
+  // The list of sales: on the 500 000-sale program, on the 5 000-sale program, and bare.
+  if (!only || 'GET /api/v1/sales'.includes(only)) {
+    const salesPage = '/api/v1/sales?limit=100';
+    const targets: Target[] = [
+      { label: `Tandem ${BIG.sales} sales`, service: tandem, method: 'GET', headers: api(big.token), next: () => ({ path: salesPage }) },
+      { label: `Tandem ${SMALL.sales} sales`, service: tandem, method: 'GET', headers: api(small.token), next: () => ({ path: salesPage }) },
+      { label: 'baseline', service: baseline, method: 'GET', headers: api(big.token), next: () => ({ path: withProgramId(salesPage, big.id) }) },
+    ];
+    const result = await compare('GET /api/v1/sales?limit=100', targets, 100);
+    const measure = `GET /api/v1/sales?limit=100 (${BIG.sales.toLocaleString('en-US')}-sale program)`;
+    if (result.rounds.length === 0) return [...rows, failedRow(measure, result.failure)];
+    const [t, s, b] = result.figures as [Figures, Figures, Figures];
+    rows.push({
+      measure,
+      tandem: t,
+      baseline: b,
+      ratio: roundRatios(result, 0, 2).text,
+      ...withRatioTarget(result, 0, 2, p99Target(t, b)),
+      failure: result.failure,
+    });
+    // How much longer a page takes on the big program: the small one's throughput over the big one's.
+    const slowdown = roundRatios(result, 1, 0, ' time on 500k ÷ 5k');
+    rows.push({
+      measure: `… same page on the ${SMALL.sales.toLocaleString('en-US')}-sale program (scaling)`,
+      tandem: s,
+      ratio: slowdown.text,
+      target: `≤ ${SCALING_TARGET}×`,
+      pass: slowdown.median <= SCALING_TARGET,
+      failure: result.failure,
+    });
+  }
+  return rows;
+}
+
+process.exitCode = await main();
