@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { assertProblem, nextPath } from '../helpers/api-assertions.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -49,29 +50,6 @@ function assertSaleShape(body: Record<string, unknown>): void {
   assert.equal(typeof body.totalEarned, 'number');
   assert.equal(typeof body.commissionRate, 'number');
   assert.match(body.createdAt as string, ISO);
-}
-
-function assertProblem(res: ApiResponse, status: number, code: string): string[] {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, 'about:blank');
-  assert.equal(res.body.status, status);
-  assert.equal(typeof res.body.title, 'string');
-  assert.equal(typeof res.body.detail, 'string');
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.requestId, 'string');
-  if (code !== 'validation_failed') return [];
-  assert.ok(Array.isArray(res.body.errors) && res.body.errors.length > 0);
-  return [...new Set((res.body.errors as { pointer: string }[]).map((e) => e.pointer))].sort();
-}
-
-function nextPath(res: ApiResponse): string | null {
-  const header = res.headers.get('link');
-  if (header === null) return null;
-  const match = /^<([^>]+)>;\s*rel="next"$/.exec(header);
-  assert.ok(match, header);
-  const url = new URL(match[1]!);
-  return url.pathname.slice('/api/v1'.length) + url.search;
 }
 
 /** The contract's rule, independently: minor × rate% / 100, rounded half away from zero. */
