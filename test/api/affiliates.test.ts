@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { assertProblem } from '../helpers/api-assertions.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -44,26 +45,6 @@ function assertAffiliateShape(body: Record<string, unknown>): void {
   assert.ok(Number.isInteger(body.numberOfReferredUsers));
   assert.ok(Number.isInteger(body.numberOfClicks));
   assert.equal(typeof body.totalCommissionEarned, 'number');
-}
-
-/** An RFC 9457 problem body with the contract's fields; returns the error pointers. */
-function assertProblem(res: ApiResponse, status: number, code: string): string[] {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, 'about:blank');
-  assert.equal(res.body.status, status);
-  assert.equal(typeof res.body.title, 'string');
-  assert.equal(typeof res.body.detail, 'string');
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.requestId, 'string');
-  assert.ok(!('stack' in res.body));
-  if (code !== 'validation_failed') return [];
-  assert.ok(Array.isArray(res.body.errors) && res.body.errors.length > 0, 'validation errors are listed');
-  for (const e of res.body.errors) {
-    assert.match(e.pointer, /^#\//);
-    assert.equal(typeof e.detail, 'string');
-  }
-  return (res.body.errors as { pointer: string }[]).map((e) => e.pointer);
 }
 
 /** The path and query of a Link rel="next" header, relative to /api/v1. */

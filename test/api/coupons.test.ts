@@ -1,7 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import type { Coupon, NestedPromotionalCode, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { assertProblem, assertNewestFirst } from '../helpers/api-assertions.ts';
 
 // Contract tests of POST /coupons and GET /coupons (spec 2.5, 4.2; CONTRACT.md "One object or a
 // list", "Lists", "Values"). Every test talks HTTP to a real server over a real SQLite file.
@@ -64,34 +65,6 @@ function assertNestedCodeShape(code: NestedPromotionalCode): void {
     assert.equal(code.affiliate.id, code.affiliateId);
   } else {
     assert.equal(code.affiliateId, null);
-  }
-}
-
-function assertProblem(res: ApiResponse, status: number, code: string, pointer?: string): void {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, 'about:blank');
-  assert.equal(res.body.status, status);
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.title, 'string');
-  assert.equal(typeof res.body.detail, 'string');
-  assert.equal(typeof res.body.requestId, 'string');
-  if (pointer !== undefined) {
-    assert.ok(Array.isArray(res.body.errors), 'validation failures list their errors');
-    const pointers = (res.body.errors as { pointer: string; detail: string }[]).map((e) => e.pointer);
-    assert.ok(pointers.includes(pointer), `expected pointer ${pointer}, got ${pointers.join(', ')}`);
-    for (const e of res.body.errors as { pointer: string; detail: string }[]) assert.equal(typeof e.detail, 'string');
-  } else if (code !== 'validation_failed') {
-    assert.equal(res.body.errors, undefined);
-  }
-}
-
-/** Newest first: createdAt descending, then id descending. */
-function assertNewestFirst(items: { createdAt: string; id: string }[]): void {
-  for (let i = 1; i < items.length; i++) {
-    const a = items[i - 1]!;
-    const b = items[i]!;
-    assert.ok(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id), `item ${i} is out of order`);
   }
 }
 

@@ -1,7 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import type { Coupon, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { assertProblem, assertNewestFirst } from '../helpers/api-assertions.ts';
 
 // Contract tests of POST, GET and PUT /promotional-codes (spec 2.6, 4.2; CONTRACT.md "One object
 // or a list", "Values", "Events"). Every test talks HTTP to a real server over a real SQLite file.
@@ -56,32 +57,6 @@ function assertCodeShape(p: PromotionalCode): void {
   } else {
     assert.deepEqual(Object.keys(p.affiliate).sort(), ['email', 'firstName', 'id', 'lastName']);
     assert.equal(p.affiliate.id, p.affiliateId);
-  }
-}
-
-function assertProblem(res: ApiResponse, status: number, code: string, pointer?: string): void {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, 'about:blank');
-  assert.equal(res.body.status, status);
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.title, 'string');
-  assert.equal(typeof res.body.detail, 'string');
-  assert.equal(typeof res.body.requestId, 'string');
-  if (pointer !== undefined) {
-    assert.ok(Array.isArray(res.body.errors), 'validation failures list their errors');
-    const pointers = (res.body.errors as { pointer: string }[]).map((e) => e.pointer);
-    assert.ok(pointers.includes(pointer), `expected pointer ${pointer}, got ${pointers.join(', ')}`);
-  } else if (code !== 'validation_failed') {
-    assert.equal(res.body.errors, undefined);
-  }
-}
-
-function assertNewestFirst(items: { createdAt: string; id: string }[]): void {
-  for (let i = 1; i < items.length; i++) {
-    const a = items[i - 1]!;
-    const b = items[i]!;
-    assert.ok(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id), `item ${i} is out of order`);
   }
 }
 

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { apiClient, rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import type { Coupon, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { assertProblem } from '../helpers/api-assertions.ts';
 
 // Promotional code redemption through POST /referrals and POST /sales (spec 4.2 rules;
 // CONTRACT.md "Promotional code redemption"; docs/api.md "Redemption"): every failure reason
@@ -34,18 +35,6 @@ type Reason =
 let seq = 0;
 const unique = (prefix: string) => `${prefix}${++seq}${Date.now().toString(36).toUpperCase()}`;
 const freshEmail = () => `${unique('buyer').toLowerCase()}@example.com`;
-
-function assertProblem(res: ApiResponse, status: number, code: string): void {
-  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.equal(res.body.type, 'about:blank');
-  assert.equal(res.body.status, status);
-  assert.equal(res.body.code, code);
-  assert.equal(typeof res.body.title, 'string');
-  assert.equal(typeof res.body.detail, 'string');
-  assert.equal(typeof res.body.requestId, 'string');
-  assert.equal(res.body.errors, undefined, 'only validation failures carry errors[]');
-}
 
 /** A free TCP port on 127.0.0.1. */
 function freePort(): Promise<number> {

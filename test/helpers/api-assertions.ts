@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import type { ApiResponse } from './test-server.ts';
 
-/** Asserts an RFC 9457 problem body of the contract; returns the sorted pointers of a 422. */
-export function assertProblem(res: ApiResponse, status: number, code: string): string[] {
-  assert.equal(res.status, status, JSON.stringify(res.body));
+/**
+ * Asserts an RFC 9457 problem body of the contract. A 422 `validation_failed` lists its
+ * errors (and includes `pointer` when given); other problems carry no `errors`.
+ * Returns the sorted, distinct pointers.
+ */
+export function assertProblem(res: ApiResponse, status: number, code: string, pointer?: string): string[] {
+  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status} ${JSON.stringify(res.body)}`);
   assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
   assert.equal(res.body.type, 'about:blank');
   assert.equal(res.body.status, status);
@@ -11,9 +15,26 @@ export function assertProblem(res: ApiResponse, status: number, code: string): s
   assert.equal(typeof res.body.detail, 'string');
   assert.equal(res.body.code, code);
   assert.equal(typeof res.body.requestId, 'string');
-  if (code !== 'validation_failed') return [];
-  assert.ok(Array.isArray(res.body.errors) && res.body.errors.length > 0);
-  return [...new Set((res.body.errors as { pointer: string }[]).map((e) => e.pointer))].sort();
+  assert.ok(!('stack' in res.body), 'no stack trace');
+  if (code !== 'validation_failed') {
+    assert.equal(res.body.errors, undefined, 'only validation failures carry errors[]');
+    return [];
+  }
+  const errors = res.body.errors as { pointer: string; detail: string }[];
+  assert.ok(Array.isArray(errors) && errors.length > 0, 'validation failures list their errors');
+  for (const e of errors) assert.ok(typeof e.pointer === 'string' && typeof e.detail === 'string');
+  const pointers = [...new Set(errors.map((e) => e.pointer))].sort();
+  if (pointer !== undefined) assert.ok(pointers.includes(pointer), `expected pointer ${pointer}, got ${pointers.join(', ')}`);
+  return pointers;
+}
+
+/** Newest first: createdAt descending, then id descending. */
+export function assertNewestFirst(items: { createdAt: string; id: string }[]): void {
+  for (let i = 1; i < items.length; i++) {
+    const a = items[i - 1]!;
+    const b = items[i]!;
+    assert.ok(a.createdAt > b.createdAt || (a.createdAt === b.createdAt && a.id > b.id), `item ${i} is out of order`);
+  }
 }
 
 /** The path (under /api/v1) of the `Link: rel="next"` header, or null on the last page. */
