@@ -93,12 +93,16 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db): void {
     if (key === null) return payload;
     request.idempotencyKey = null;
     const programId = request.auth.program.id;
-    const where = db.updateTable('idempotency_keys').where('program_id', '=', programId).where('key', '=', key);
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', key).execute();
     } else {
       const type = String(reply.getHeader('content-type') ?? 'application/json');
-      await where.set({ state: 'done', response_status: reply.statusCode, response_type: type, response_body: payload }).execute();
+      await db
+        .updateTable('idempotency_keys')
+        .set({ state: 'done', response_status: reply.statusCode, response_type: type, response_body: payload })
+        .where('program_id', '=', programId)
+        .where('key', '=', key)
+        .execute();
     }
     return payload;
   });

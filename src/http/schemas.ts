@@ -16,7 +16,6 @@ export const Status = Type.String({ format: 'status', description: 'active or in
 export const LinkString = Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$', description: 'letters, digits and hyphens, 1 to 64' });
 /** 1 to 200 characters, not all blank (names are stored trimmed). */
 export const ShortText = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
-export const OptionalText = Type.String({ maxLength: 500 });
 export const Money = Type.Number({ minimum: 0, maximum: 1e13, description: 'major units of the currency (49.99)' });
 export const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'percentage, 0 to 100, up to 4 decimals' });
 

@@ -18,7 +18,6 @@ function makeAjv(options: Options): Ajv {
   ajv.addFormat('status', (value: string) => STATUS.test(value));
   // Plain RFC 9562 text only: ajv-formats also takes a `urn:uuid:` prefix, which PostgreSQL's uuid rejects.
   ajv.addFormat('uuid', UUID);
-  ajv.addKeyword({ keyword: 'x-money', schemaType: 'boolean' });
   // UUIDs are case-insensitive and stored lowercase; fold them on input so that every dialect
   // finds the same row (PostgreSQL's uuid type ignores case, SQLite's text does not).
   ajv.addKeyword({

@@ -15,7 +15,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
 import { formatAmount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
-import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 import { referralTable } from './referrals.routes.ts';
 import { saleTable } from './sales.routes.ts';
 
@@ -142,7 +142,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       active: 'affiliates',
       body,
       status: errors.status,
-      flash: errors.message ? { kind: 'error', text: errors.message } : undefined,
+      flash: errorFlash(errors),
     });
   }
 
@@ -263,7 +263,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       active: 'affiliates',
       body,
       status: errors.status,
-      flash: errors.message ? { kind: 'error', text: errors.message } : undefined,
+      flash: errorFlash(errors),
     });
   }
 

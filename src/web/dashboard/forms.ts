@@ -106,6 +106,11 @@ export function formErrorsOf(error: unknown, fieldNames: Record<string, string> 
   return { fields, message, status: error.status === 404 ? 422 : error.status };
 }
 
+/** The flash message a form page shows for its errors, if any. */
+export function errorFlash(errors: FormErrors): { kind: 'error'; text: string } | undefined {
+  return errors.message ? { kind: 'error', text: errors.message } : undefined;
+}
+
 export const noErrors: FormErrors = { fields: {}, message: '', status: 200 };
 
 export function textField(o: FieldOptions, errors: FormErrors): SafeHtml {

@@ -5,7 +5,7 @@ import { createProgram, listUserPrograms, type Program, type ProgramInput } from
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentUser, redirectDone, sendPage } from './dashboard-page.ts';
-import { formErrorsOf, noErrors, optionalText, readForm, readQuery, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { formErrorsOf, noErrors, optionalText, readForm, readQuery, textareaField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 
 // The programs of the signed-in user: the list, the create form, and the switcher's target.
 // The program form is shared with the Settings page.
@@ -78,7 +78,7 @@ export const programRoutes: FastifyPluginAsync<AppServices> = async (app, { db }
       title: 'Your programs',
       body,
       status: errors.status,
-      flash: errors.message ? { kind: 'error', text: errors.message } : undefined,
+      flash: errorFlash(errors),
     });
   }
 
