@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'data', 'docs'] },
+  { ignores: ['node_modules', 'data', 'docs', 'dist', 'integrations/*/node_modules'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,12 +1,23 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import pg from 'pg';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { load, preflight, type Measurement, type Target } from './load.ts';
+import {
+  createScratchDatabase,
+  gitCommit,
+  killService,
+  loadAverage,
+  machineLine,
+  median,
+  option,
+  peakRssMb,
+  reportDate,
+  root,
+  startService,
+  stopService,
+  type ScratchDatabase,
+  type Service,
+} from './processes.ts';
 import { BIG, SMALL, seedDatabase, type SeededProgram } from './seed.ts';
 import { POSTGRES_MARKERS, renderTable, writeReport, type Figures, type Row } from './table.ts';
 
@@ -24,25 +35,19 @@ import { POSTGRES_MARKERS, renderTable, writeReport, type Figures, type Row } fr
 //                  docs/performance.md (a --quick run writes it too, marked quick)
 //   --processes N  N Tandem server processes and N baseline processes (consecutive ports), the
 //                  load split over them; with N ≥ 2 also POST /sales on 1 process vs N
+//   --events       instead, event delivery on SQLite and PostgreSQL: POST /sales with the
+//                  webhook worker vs without, delivery lag, lost deliveries (bench/events.ts);
+//                  its own section of docs/performance.md (not with --quick or --db)
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
 const cpuProfile = args.has('--cpu-prof');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
-/** The value of `--name value` or `--name=value`. */
-function option(name: string): string | undefined {
-  const argv = process.argv.slice(2);
-  const index = argv.indexOf(name);
-  if (index >= 0) return argv[index + 1];
-  return argv.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
-}
 const dbKind = option('--db') ?? 'sqlite';
 if (dbKind !== 'sqlite' && dbKind !== 'postgres') throw new Error(`--db must be sqlite or postgres, not ${dbKind}`);
 const postgres = dbKind === 'postgres';
 const PROCESSES = Number(option('--processes') ?? 1);
 if (!Number.isInteger(PROCESSES) || PROCESSES < 1) throw new Error('--processes must be a positive integer');
-const postgresAdminUrl = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const CONNECTIONS = postgres ? 64 : 32;
 const ROUNDS = quick ? 1 : 5;
@@ -54,187 +59,7 @@ const SCALING_TARGET = 1.5;
 const PROCESS_SCALING_TARGET = 1.5;
 const RSS_TARGET_MB = 200;
 
-// ---------------------------------------------------------------- processes
-
-/** One or more processes of the same server; load is split evenly over their origins. */
-interface Service {
-  name: string;
-  origins: string[];
-  children: ChildProcess[];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolvePort(port));
-    });
-  });
-}
-
-/** Starts `count` processes on consecutive ports (a free block above a free port). */
-async function startService(name: string, nodeArgs: string[], env: Record<string, string>, count = 1): Promise<Service> {
-  let first = await freePort();
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const ports = await Promise.all(Array.from({ length: count - 1 }, (_, i) => portIsFree(first + i + 1)));
-    if (ports.every(Boolean)) break;
-    first = await freePort();
-  }
-  const started: Service = { name, origins: [], children: [] };
-  try {
-    for (let i = 0; i < count; i++) {
-      const one = await startProcess(count > 1 ? `${name} ${i + 1}` : name, nodeArgs, env, first + i);
-      started.origins.push(one.origin);
-      started.children.push(one.child);
-    }
-  } catch (error) {
-    for (const child of started.children) child.kill('SIGKILL');
-    throw error;
-  }
-  return started;
-}
-
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolveFree) => {
-    const server = createServer();
-    server.once('error', () => resolveFree(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolveFree(true)));
-  });
-}
-
-async function startProcess(name: string, nodeArgs: string[], env: Record<string, string>, port: number): Promise<{ origin: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, nodeArgs, {
-    cwd: root,
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const origin = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode} while starting`);
-    try {
-      if ((await fetch(`${origin}/healthz`)).ok) return { origin, child };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`${name} did not answer ${origin}/healthz within 60 s`);
-}
-
-async function stopService(service: Service): Promise<void> {
-  await Promise.all(
-    service.children.map(async (child) => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }),
-  );
-}
-
-/** Peak resident set size of a process, in MB (Linux: VmHWM in /proc/<pid>/status). */
-function peakRssMb(pid: number): number {
-  const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!match) throw new Error(`no VmHWM for process ${pid}`);
-  return Number(match[1]) / 1024;
-}
-
-// ---------------------------------------------------------------- load
-
-/** One side of a comparison: where to send requests and how to vary them. */
-interface Target {
-  label: string;
-  service: Service;
-  method: 'GET' | 'POST';
-  headers: Record<string, string>;
-  next(): { path: string; body?: string };
-}
-
-interface Measurement extends Figures {
-  failures: number;
-  firstFailure?: string;
-}
-
-/**
- * Drives every origin of the target's service at once, one autocannon instance per process with
- * the connections split between them: req/s is the sum; p50 and p99 are the worst instance's
- * (conservative: a merged histogram could only be lower).
- */
-async function load(target: Target, seconds: number): Promise<Measurement> {
-  // A short pause first, so the previous run's in-flight requests have drained on both sides.
-  await new Promise((r) => setTimeout(r, 250));
-  const origins = target.service.origins;
-  const parts = await Promise.all(
-    origins.map((origin, i) => loadOne(target, origin, Math.floor(CONNECTIONS / origins.length) + (i < CONNECTIONS % origins.length ? 1 : 0), seconds)),
-  );
-  return {
-    rps: parts.reduce((sum, m) => sum + m.rps, 0),
-    p50: Math.max(...parts.map((m) => m.p50)),
-    p99: Math.max(...parts.map((m) => m.p99)),
-    failures: parts.reduce((sum, m) => sum + m.failures, 0),
-    firstFailure: parts.find((m) => m.firstFailure !== undefined)?.firstFailure,
-  };
-}
-
-function loadOne(target: Target, origin: string, connections: number, seconds: number): Promise<Measurement> {
-  let firstFailure: string | undefined;
-  return new Promise((resolveRun, reject) => {
-    autocannon(
-      {
-        url: origin,
-        connections,
-        duration: seconds,
-        timeout: 10,
-        headers: target.headers,
-        requests: [
-          {
-            method: target.method,
-            setupRequest: (request) => ({ ...request, ...target.next() }),
-            onResponse: (status, body) => {
-              if ((status < 200 || status > 299) && firstFailure === undefined) firstFailure = `${status} ${body.slice(0, 300)}`;
-            },
-          },
-        ],
-      },
-      (error, result) => {
-        if (error) return reject(error);
-        const ok = result['2xx'];
-        resolveRun({
-          rps: ok / result.duration,
-          p50: result.latency.p50,
-          p99: result.latency.p99,
-          failures: result.non2xx + result.errors,
-          firstFailure: firstFailure ?? (result.errors ? `${result.errors} transport errors (${result.timeouts} timeouts)` : undefined),
-        });
-      },
-    );
-  });
-}
-
-/** One request through fetch first: a broken target fails fast and says why. */
-async function preflight(target: Target, expectItems?: number): Promise<void> {
-  const { path, body } = target.next();
-  const response = await fetch(target.service.origins[0] + path, { method: target.method, headers: target.headers, body });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${target.label}: ${target.method} ${path} answered ${response.status} ${text.slice(0, 300)}`);
-  if (expectItems !== undefined) {
-    const items = JSON.parse(text) as unknown;
-    if (!Array.isArray(items) || items.length !== expectItems) throw new Error(`${target.label}: expected ${expectItems} items from ${path}`);
-  }
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
+// ---------------------------------------------------------------- rounds
 
 interface Compared {
   /** Per round, the measurement of each target (in the targets' order, whatever the run order). */
@@ -259,13 +84,13 @@ async function compare(name: string, targets: Target[], expectItems?: number): P
     console.error(`\n!!! ${name}: ${message}`);
     failures.push(message);
   };
-  for (const target of targets) note(target, await load(target, WARMUP_SECONDS));
+  for (const target of targets) note(target, await load(target, WARMUP_SECONDS, { connections: CONNECTIONS }));
   const rounds: Measurement[][] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const results: Measurement[] = [];
     for (let k = 0; k < targets.length; k++) {
       const index = (k + round) % targets.length;
-      results[index] = await load(targets[index]!, SECONDS);
+      results[index] = await load(targets[index]!, SECONDS, { connections: CONNECTIONS });
       note(targets[index]!, results[index]);
     }
     rounds.push(results);
@@ -307,19 +132,6 @@ function withRatioTarget(result: Compared, numerator: number, denominator: numbe
 
 // ---------------------------------------------------------------- the run
 
-function gitCommit(): string {
-  try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim() !== '';
-    return dirty ? `${commit} + uncommitted changes` : commit;
-  } catch {
-    return 'unknown';
-  }
-}
-
-/** The 1-minute load average: how busy the shared machine was (other work skews absolute numbers). */
-const loadAverage = () => loadavg()[0]!.toFixed(1);
-
 async function main(): Promise<number> {
   const startedAt = Date.now();
   const loadAtStart = loadAverage();
@@ -327,22 +139,10 @@ async function main(): Promise<number> {
   const file = join(dir, 'tandem.db');
   const services: Service[] = [];
   // PostgreSQL: a fresh database with a random name, dropped at the end whatever happens.
-  const pgName = `tandem_bench_${randomBytes(6).toString('hex')}`;
-  let pgCreated = false;
-  const dropPostgres = async () => {
-    if (!pgCreated) return;
-    pgCreated = false;
-    const client = new pg.Client({ connectionString: postgresAdminUrl });
-    await client.connect();
-    try {
-      await client.query(`drop database if exists ${pgName} with (force)`);
-      console.error(`Dropped database ${pgName}`);
-    } finally {
-      await client.end();
-    }
-  };
+  let scratch: ScratchDatabase | undefined;
+  const dropPostgres = async () => scratch?.drop();
   const cleanup = () => {
-    for (const s of services) for (const child of s.children) if (child.exitCode === null) child.kill('SIGKILL');
+    for (const s of services) killService(s);
     if (!cpuProfile) rmSync(dir, { recursive: true, force: true });
   };
   process.once('SIGINT', () => {
@@ -352,21 +152,12 @@ async function main(): Promise<number> {
   try {
     let databaseUrl: string;
     if (postgres) {
-      const admin = new pg.Client({ connectionString: postgresAdminUrl });
-      await admin.connect();
-      try {
-        await admin.query(`create database ${pgName}`);
-        pgCreated = true;
-      } finally {
-        await admin.end();
-      }
-      const url = new URL(postgresAdminUrl);
-      url.pathname = `/${pgName}`;
-      databaseUrl = url.toString();
+      scratch = await createScratchDatabase();
+      databaseUrl = scratch.url;
     } else {
       databaseUrl = `sqlite:${file}`;
     }
-    console.error(`Seeding ${postgres ? `PostgreSQL database ${pgName}` : file} …`);
+    console.error(`Seeding ${scratch ? `PostgreSQL database ${scratch.name}` : file} …`);
     const seeded = await seedDatabase(postgres ? databaseUrl : file);
     console.error(`  seeded in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
 
@@ -395,9 +186,9 @@ async function main(): Promise<number> {
     for (const service of services) await stopService(service);
     const seconds = Math.round((Date.now() - startedAt) / 1000);
     const table = renderTable(rows, {
-      machine: `nproc ${availableParallelism()}, Node ${process.version}, ${process.platform}/${process.arch}; load average ${loadAtStart} at the start, ${loadAverage()} at the end`,
+      machine: machineLine(loadAtStart),
       commit: gitCommit(),
-      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+      date: reportDate(),
       command: commandLine(),
       settings: `${quick ? '**quick run** (one short round; not a full measurement) · ' : ''}${postgres ? `PostgreSQL, ${PROCESSES} Tandem process(es) and ${PROCESSES} baseline process(es), ` : ''}${CONNECTIONS} connections, ${ROUNDS} round(s) of ${SECONDS} s per side after a ${WARMUP_SECONDS} s warm-up, total ${seconds} s`,
     });
@@ -550,4 +341,5 @@ async function measureAll(tandem: Service, baseline: Service, big: SeededProgram
   return rows;
 }
 
-process.exitCode = await main();
+// --events hands over to the event-delivery benchmark (bench/events.ts).
+process.exitCode = args.has('--events') ? await (await import('./events.ts')).runEventsBench() : await main();

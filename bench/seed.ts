@@ -41,23 +41,37 @@ const DAY_MS = 86_400_000;
 /** Referrals and sales are spread over the year before the seed; affiliates join a month earlier. */
 const HISTORY_MS = 365 * DAY_MS;
 
-/** Seeds a fresh database: `file` is a SQLite path, or a `postgres://` URL of an empty database. */
-export async function seedDatabase(file: string): Promise<{ big: SeededProgram; small: SeededProgram }> {
-  const postgres = /^postgres(ql)?:\/\//.test(file);
-  const database = openDatabase({ databaseUrl: postgres ? file : `sqlite:${file}` });
-  let programs: { id: string; token: string; commissionRate: number }[];
+/** A program of the seed: its id, an API key for it, and its default rate in millionths. */
+export type SeedProgram = { id: string; token: string; commissionRate: number };
+
+/**
+ * Migrates a fresh database (`sqlite:…` or `postgres://…`) and creates, through the real
+ * services, one owner and the named programs (20 % commission), each with an API key.
+ */
+export async function createProgramsWithKeys(databaseUrl: string, programs: readonly (readonly [name: string, domain: string])[]): Promise<SeedProgram[]> {
+  const database = openDatabase({ databaseUrl });
   try {
     await migrateToLatest(database.db as never);
     const owner = await createUser(database.db, { email: 'owner@bench.example.com', password: 'benchmark owner password' });
-    programs = [];
-    for (const [name, domain] of [['Big program', 'big.example.com'], ['Small program', 'small.example.com']] as const) {
+    const created: SeedProgram[] = [];
+    for (const [name, domain] of programs) {
       const program = await createProgram(database.db, { ownerUserId: owner.id, name, domain, commissionRate: 20 });
       const { token } = await issueToken(database.db, { programId: program.id, name: 'bench', kind: 'api_key' });
-      programs.push({ id: program.id, token, commissionRate: program.commissionRate * 10_000 });
+      created.push({ id: program.id, token, commissionRate: program.commissionRate * 10_000 });
     }
+    return created;
   } finally {
     await database.close();
   }
+}
+
+/** Seeds a fresh database: `file` is a SQLite path, or a `postgres://` URL of an empty database. */
+export async function seedDatabase(file: string): Promise<{ big: SeededProgram; small: SeededProgram }> {
+  const postgres = /^postgres(ql)?:\/\//.test(file);
+  const programs = await createProgramsWithKeys(postgres ? file : `sqlite:${file}`, [
+    ['Big program', 'big.example.com'],
+    ['Small program', 'small.example.com'],
+  ]);
 
   const [bigProgram, smallProgram] = programs as [(typeof programs)[0], (typeof programs)[0]];
   if (postgres) return seedPostgres(file, bigProgram, smallProgram);
@@ -123,7 +137,6 @@ function bulkInserter(connection: SqliteDatabase.Database) {
 }
 
 type Table = 'affiliates' | 'affiliate_links' | 'coupons' | 'promotional_codes' | 'referrals' | 'sales';
-type SeedProgram = { id: string; token: string; commissionRate: number };
 
 /** Rows per multi-row INSERT on PostgreSQL. */
 const PG_BATCH = 5_000;

@@ -47,7 +47,13 @@ export const POSTGRES_MARKERS: Markers = {
   heading: '## Results on PostgreSQL (`npm run bench -- --db postgres --processes N`)',
 };
 
-const int = (n: number) => Math.round(n).toLocaleString('en-US');
+export const EVENTS_MARKERS: Markers = {
+  begin: '<!-- bench:events:begin -->',
+  end: '<!-- bench:events:end -->',
+  heading: '## Events (`npm run bench -- --events`)',
+};
+
+export const int = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => (n < 10 ? n.toFixed(1) : Math.round(n).toString());
 
 export function renderTable(rows: Row[], info: RunInfo): string {

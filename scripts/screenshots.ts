@@ -2,6 +2,8 @@
 // drives Chromium through the main pages and saves PNGs to docs/screenshots/. Exits non-zero
 // when a page is missing or fails, after saving every page it could.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +11,8 @@ import type { Page } from 'playwright-core';
 import { loadConfig } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
 import { createUser } from '../src/modules/users/user.service.ts';
-import { createProgram } from '../src/modules/programs/program.service.ts';
+import { createProgram, programContextOf } from '../src/modules/programs/program.service.ts';
+import { createWebhook } from '../src/modules/webhooks/webhook.service.ts';
 import { issueToken } from '../src/modules/tokens/token.service.ts';
 import { addIntegration } from '../src/modules/integrations/integration.service.ts';
 import { launchChromium, newContext } from '../test/helpers/browser.ts';
@@ -20,7 +23,20 @@ const PASSWORD = 'screenshots password';
 const TOOL_CALLBACK = 'https://zapier.com/dashboard/auth/oauth/return/App123456CLIAPI/';
 
 const dir = mkdtempSync(join(tmpdir(), 'tandem-screenshots-'));
-const server = await startServer(loadConfig({}, { port: 0, host: '127.0.0.1', databaseUrl: `sqlite:${join(dir, 'tandem.db')}`, logLevel: 'silent' }));
+// Webhook endpoints on this machine (one healthy, one answering 503) give the Webhooks page real attempts.
+const receiver = createServer((request, response) => {
+  request.resume();
+  request.on('end', () => {
+    const healthy = request.url?.startsWith('/hooks/orders');
+    response.writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' });
+    response.end(healthy ? '{"received":true}' : '{"error":"maintenance window, try again later"}');
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const hooksOrigin = `http://localhost:${(receiver.address() as AddressInfo).port}`;
+const server = await startServer(
+  loadConfig({}, { port: 0, host: '127.0.0.1', databaseUrl: `sqlite:${join(dir, 'tandem.db')}`, logLevel: 'silent', webhookAllowPrivateUrls: true, webhookRetrySchedule: [200, 200] }),
+);
 const failures: string[] = [];
 
 async function seed() {
@@ -31,6 +47,11 @@ async function seed() {
   await issueToken(db, { programId: program.id, name: 'Checkout webhook', kind: 'api_key', createdByUserId: user.id });
   const { token } = await issueToken(db, { programId: program.id, name: 'Zapier connection', kind: 'connect', integration: 'zapier', createdByUserId: user.id });
   await addIntegration(db, { name: 'zapier', displayName: 'Zapier', redirectUris: [TOOL_CALLBACK] });
+  const context = programContextOf(program);
+  const webhookOptions = { allowPrivate: true, tokenId: null };
+  const orders = await createWebhook(db, context, { url: `${hooksOrigin}/hooks/orders`, events: ['sale.created', 'referral.created'] }, webhookOptions);
+  const crm = await createWebhook(db, context, { url: `${hooksOrigin}/crm/tandem-events`, events: ['affiliate.created'] }, webhookOptions);
+  const legacy = await createWebhook(db, context, { url: `${hooksOrigin}/legacy/affiliates`, events: ['*'] }, webhookOptions);
 
   const api = async (path: string, body: unknown) => {
     const response = await fetch(`${server.url}/api/v1${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -53,7 +74,16 @@ async function seed() {
     const at = new Date(Date.now() - ((i * 53) % 28) * 86_400_000 - i * 3_600_000).toISOString();
     await db.updateTable('sales').set({ created_at: at }).where('id', '=', sale.id).execute();
   }
-  return program;
+  // The worker delivers to the healthy endpoint and gives up on the failing one (three attempts
+  // each); the third endpoint has been failing for a week and is disabled.
+  const settled = async () => {
+    const open = await db.selectFrom('webhook_deliveries').select('id').where('webhook_id', 'in', [orders.id, crm.id]).where('state', 'not in', ['delivered', 'failed']).execute();
+    return open.length === 0;
+  };
+  for (let i = 0; i < 200 && !(await settled()); i++) await new Promise((r) => setTimeout(r, 50));
+  const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString();
+  await db.updateTable('webhooks').set({ failing_since: weekAgo, disabled_at: new Date(Date.now() - 2 * 86_400_000).toISOString() }).where('id', '=', legacy.id).execute();
+  return { program, failingWebhookId: crm.id };
 }
 
 async function shoot(page: Page, name: string, path: string, check?: (page: Page) => Promise<void>) {
@@ -69,7 +99,7 @@ async function shoot(page: Page, name: string, path: string, check?: (page: Page
 }
 
 try {
-  const program = await seed();
+  const { program, failingWebhookId } = await seed();
   mkdirSync(OUT, { recursive: true });
   const browser = await launchChromium();
   try {
@@ -88,6 +118,8 @@ try {
     await shoot(page, 'affiliates', `${base}/affiliates`);
     await shoot(page, 'keys', `${base}/keys`);
     await shoot(page, 'connected-apps', `${base}/apps`);
+    await shoot(page, 'webhooks', `${base}/webhooks`);
+    await shoot(page, 'webhook-attempts', `${base}/webhooks/${failingWebhookId}`);
     await shoot(page, 'connect-choose', connect, (p) => p.getByRole('radio', { name: /Acme Outdoor/ }).check());
     await shoot(page, 'connect-consent-dialog', connect, async (p) => {
       await p.getByRole('radio', { name: /Acme Outdoor/ }).check();
@@ -102,6 +134,7 @@ try {
   }
 } finally {
   await server.close();
+  receiver.close();
   rmSync(dir, { recursive: true, force: true });
 }
 

@@ -4,12 +4,12 @@ import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
 import type { DatabaseHandle } from './db/database.ts';
-import type { Db } from './db/transaction.ts';
-import { systemClock, type Clock } from './domain/clock.ts';
+import { systemClock } from './domain/clock.ts';
+import type { AppOptions, AppServices } from './app-services.ts';
 import { requireBearerToken } from './http/auth.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
-import { ApiError } from './http/errors.ts';
+import { ApiError } from './domain/errors.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { registerApiDocs } from './http/api-docs.ts';
@@ -21,27 +21,20 @@ import { saleRoutes } from './modules/sales/sale.routes.ts';
 import { couponRoutes } from './modules/coupons/coupon.routes.ts';
 import { promotionalCodeRoutes } from './modules/promotional-codes/promotional-code.routes.ts';
 import { programRoutes } from './modules/programs/program.routes.ts';
+import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
+import { eventRoutes } from './modules/events/event.routes.ts';
 import { webRoutes } from './web/web.ts';
-
-/** What route plugins receive: the database, the frozen config and the clock. */
-export interface AppServices {
-  db: Db;
-  config: Config;
-  /** "Now" for rules that expire; the system clock except in tests. */
-  clock: Clock;
-}
-
-/** Process-level choices that are not configuration: tests pass a clock they can move. */
-export interface AppOptions {
-  clock?: Clock;
-}
 
 export async function buildApp(config: Config, database: DatabaseHandle, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Tokens and cookies never reach the log.
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      // Request lines carry the headers (user agent, content type, Idempotency-Key help when
+      // tracing a client's calls), with tokens and cookies replaced before they reach the log.
+      serializers: {
+        req: (request) => ({ method: request.method, url: request.url, remoteAddress: request.ip, headers: request.headers }),
+      },
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
     },
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
@@ -56,7 +49,10 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  await app.register(helmet, { contentSecurityPolicy: false, global: true });
+  // HSTS only where the site is served over https: on plain http it would be ignored, or pin a
+  // development host to https.
+  const hsts = config.siteUrl.startsWith('https:') ? { maxAge: 31_536_000, includeSubDomains: true } : false;
+  await app.register(helmet, { contentSecurityPolicy: false, strictTransportSecurity: hsts, global: true });
   app.addSchema(ProblemSchema);
   await registerApiDocs(app, config);
 
@@ -85,8 +81,18 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
             }),
         });
       }
-      supportIdempotencyKeys(api, services.db);
-      for (const routes of [programRoutes, affiliateRoutes, linkRoutes, referralRoutes, saleRoutes, couponRoutes, promotionalCodeRoutes]) {
+      supportIdempotencyKeys(api, services.db, config.idempotencyLeaseMs);
+      for (const routes of [
+        programRoutes,
+        affiliateRoutes,
+        linkRoutes,
+        referralRoutes,
+        saleRoutes,
+        couponRoutes,
+        promotionalCodeRoutes,
+        webhookRoutes,
+        eventRoutes,
+      ]) {
         await api.register(routes, services);
       }
     },

@@ -17,6 +17,20 @@ export interface Config {
   readonly databaseStatementTimeoutMs: number;
   /** PostgreSQL only: TLS to the server — off, require (encrypt), or verify (encrypt and check the certificate). */
   readonly databaseSsl: 'off' | 'require' | 'verify';
+  /** Run the webhook delivery worker inside `tandem serve` (WORKER=off leaves it to `tandem worker`). */
+  readonly worker: boolean;
+  /** Delay before each retry of a failed delivery, in ms; its length is the number of retries. */
+  readonly webhookRetrySchedule: readonly number[];
+  /** Allow webhook URLs on private, loopback and link-local addresses, and plain http (development, tests). */
+  readonly webhookAllowPrivateUrls: boolean;
+  /** A delivery attempt that has not answered within this many ms fails. */
+  readonly webhookTimeoutMs: number;
+  /** An endpoint whose every attempt failed for this long is disabled. */
+  readonly webhookDisableAfterMs: number;
+  /** Events (and their deliveries) older than this many days are purged by the worker. */
+  readonly eventRetentionDays: number;
+  /** A running Idempotency-Key not completed within this many ms is taken over by a retry. */
+  readonly idempotencyLeaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -35,6 +49,30 @@ function sslMode(raw: string | undefined): Config['databaseSsl'] {
   if (raw === 'off' || raw === 'require' || raw === 'verify') return raw;
   throw new ConfigError(`DATABASE_SSL must be off, require or verify, got "${raw}"`);
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "5s,5m,30m,2h" → [5000, 300000, 1800000, 7200000]. */
+export function parseDurations(name: string, raw: string): number[] {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 50) throw new ConfigError(`${name} may list at most 50 durations`);
+  return parts.map((part) => {
+    const match = /^(\d{1,9})(ms|s|m|h|d)$/.exec(part);
+    if (!match) throw new ConfigError(`${name} must be comma-separated durations such as 5s,5m,2h (units ms, s, m, h, d), got "${part}"`);
+    return Number(match[1]) * DURATION_UNITS[match[2]!]!;
+  });
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'on', 'true', 'yes'].includes(raw)) return true;
+  if (['0', 'off', 'false', 'no'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be on or off (or 1 / 0), got "${raw}"`);
+}
+
+/** 11 retries over about 3 days (73.6 h), as the contract asks. */
+export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h,10h,12h,12h,12h';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -64,5 +102,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databasePoolSize: overrides.databasePoolSize ?? integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: overrides.databaseStatementTimeoutMs ?? integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     databaseSsl: overrides.databaseSsl ?? sslMode(env.DATABASE_SSL),
+    worker: overrides.worker ?? onOff(env, 'WORKER', true),
+    webhookRetrySchedule: Object.freeze(overrides.webhookRetrySchedule ?? parseDurations('WEBHOOK_RETRY_SCHEDULE', env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)),
+    webhookAllowPrivateUrls: overrides.webhookAllowPrivateUrls ?? onOff(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    webhookTimeoutMs: overrides.webhookTimeoutMs ?? integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookDisableAfterMs: overrides.webhookDisableAfterMs ?? parseDurations('WEBHOOK_DISABLE_AFTER', env.WEBHOOK_DISABLE_AFTER || '5d')[0]!,
+    eventRetentionDays: overrides.eventRetentionDays ?? integer(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
+    idempotencyLeaseMs: overrides.idempotencyLeaseMs ?? integer(env, 'IDEMPOTENCY_LEASE_MS', 30_000, 1000, 3_600_000),
   });
 }

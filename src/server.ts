@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type AppOptions } from './app.ts';
+import { buildApp } from './app.ts';
+import type { AppOptions } from './app-services.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
+import { systemClock } from './domain/clock.ts';
+import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery-worker.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -13,6 +16,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Connections of the webhook worker's own pool (PostgreSQL). */
+const WORKER_POOL_SIZE = 3;
+
 /** Opens and migrates the database, then serves the app. */
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   const database = openDatabase(config);
@@ -22,14 +28,16 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     if ((await pendingMigrations(database.db as never)).length > 0) await migrateToLatest(database.db as never);
     const app = await buildApp(config, database, options);
     // Requests still running when close() is called finish before the database closes:
-    // Fastify stops accepting at once, but a handler may still be awaiting a query.
+    // Fastify stops accepting at once, but a handler may still be awaiting a query. Counted on
+    // the HTTP server itself, so every request counts once whatever answers it (a hook that
+    // replies early, a 404, an aborted connection): its response's `close` always follows.
     let inFlight = 0;
     let drained: (() => void) | null = null;
-    app.addHook('onRequest', async () => {
+    app.server.on('request', (_request, response) => {
       inFlight++;
-    });
-    app.addHook('onResponse', async () => {
-      if (--inFlight === 0) drained?.();
+      response.once('close', () => {
+        if (--inFlight === 0) drained?.();
+      });
     });
     const waitForInFlight = () =>
       inFlight === 0
@@ -41,7 +49,21 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
               resolve();
             };
           });
+    // The webhook worker shares the process unless WORKER=off; a committed write wakes it, so
+    // an event leaves within milliseconds instead of at the next poll.
+    // On PostgreSQL the worker has a small pool of its own, so its statements never queue
+    // behind the requests' (nor take their connections); SQLite has one writer anyway.
+    const workerDatabase = config.worker && database.dialect === 'postgres' ? openDatabase({ ...config, databasePoolSize: WORKER_POOL_SIZE }) : null;
+    const worker: DeliveryWorker | null = config.worker
+      ? createDeliveryWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log })
+      : null;
+    if (worker) {
+      app.addHook('onResponse', async (request, reply) => {
+        if (request.method !== 'GET' && reply.statusCode < 400) worker.wake();
+      });
+    }
     await app.listen({ port: config.port, host: config.host });
+    worker?.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -54,6 +76,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
         (closing ??= (async () => {
           await app.close();
           await waitForInFlight();
+          await worker?.stop();
+          await workerDatabase?.close();
           await database.close();
         })()),
     };

@@ -2,8 +2,11 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { openDatabase, type DatabaseHandle } from '../db/database.ts';
 import { migrateToLatest, MigrationError } from '../db/migrate.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { closeOnSignals, startServer } from '../server.ts';
+import { pino } from 'pino';
+import { systemClock } from '../domain/clock.ts';
+import { createDeliveryWorker } from '../modules/webhooks/delivery-worker.ts';
 import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
 import { createProgram, getProgram } from '../modules/programs/program.service.ts';
 import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
@@ -55,6 +58,35 @@ const commands: Record<string, Command> = {
       const server = await startServer(config);
       closeOnSignals(server);
       server.app.log.info(`Tandem is serving on ${server.url} (site URL ${config.siteUrl}); API docs at ${config.siteUrl}/docs`);
+    },
+  },
+  worker: {
+    usage: 'tandem worker',
+    options: {},
+    async run(config) {
+      // Webhook delivery in its own process (run servers with WORKER=off, or beside them:
+      // workers share the queue safely).
+      const database = openDatabase(config);
+      await migrateToLatest(database.db as never);
+      const log = pino({ level: config.logLevel });
+      const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
+      worker.start();
+      log.info('Tandem webhook worker started');
+      let stopping = false;
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) process.exit(1);
+        stopping = true;
+        log.info({ signal }, 'worker stopping: finishing in-flight deliveries');
+        worker
+          .stop()
+          .then(() => database.close())
+          .then(
+            () => process.exit(0),
+            () => process.exit(1),
+          );
+      };
+      process.on('SIGTERM', stop);
+      process.on('SIGINT', stop);
     },
   },
   migrate: {

@@ -116,6 +116,9 @@ function openPostgres(options: DatabaseOptions): Kysely<Database> {
     connectionString: options.databaseUrl,
     max: options.databasePoolSize ?? 10,
     statement_timeout: options.databaseStatementTimeoutMs ?? 10_000,
+    // Waiting for a free connection is bounded like a statement: a starved pool fails the
+    // request instead of hanging it (and the process's shutdown) forever.
+    connectionTimeoutMillis: options.databaseStatementTimeoutMs ?? 10_000,
     ...(ssl ? { ssl } : {}),
     types: pgTypes,
   });

@@ -2,6 +2,8 @@ import { Migrator, type Kysely, type Migration, type MigrationResultSet } from '
 import * as initial from './migrations/2026-11-22T0300-initial.ts';
 import * as idempotencyKeys from './migrations/2026-11-22T0400-idempotency-keys.ts';
 import * as webAccountsAndConnect from './migrations/2026-11-22T0500-web-accounts-and-connect.ts';
+import * as webhooks from './migrations/2026-11-23T0100-webhooks.ts';
+import * as idempotencyLease from './migrations/2026-11-23T0200-idempotency-lease.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -9,6 +11,8 @@ const migrations: Record<string, Migration> = {
   '2026-11-22T0300-initial': initial,
   '2026-11-22T0400-idempotency-keys': idempotencyKeys,
   '2026-11-22T0500-web-accounts-and-connect': webAccountsAndConnect,
+  '2026-11-23T0100-webhooks': webhooks,
+  '2026-11-23T0200-idempotency-lease': idempotencyLease,
 };
 
 export class MigrationError extends Error {}

@@ -179,6 +179,64 @@ export interface EventsTable {
   /** JSON of the envelope's `data`. */
   data: string;
   created_at: Timestamp;
+  /** Resume cursor: given in commit order by the sequencer after the event committed; null before. */
+  sequence: Counter | null;
+}
+
+/** A single row (id 1): the last event sequence number given out. */
+export interface OutboxStateTable {
+  id: number;
+  last_sequence: Counter;
+}
+
+/** A subscription (REST hook): events of the program POSTed to `url`, signed with `secret`. */
+export interface WebhooksTable {
+  id: string;
+  program_id: string;
+  url: string;
+  /** JSON array of event types, or ["*"]. */
+  events: string;
+  /** `whsec_…`: kept readable because every delivery is signed with it. */
+  secret: string;
+  /** The API token that subscribed (REST hooks); revoking it deletes the subscription. */
+  token_id: string | null;
+  /** Start of the current run of failed attempts; null after a success. */
+  failing_since: Timestamp | null;
+  disabled_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** held: waiting for its disabled endpoint to be re-enabled (kept out of the due index). */
+export type DeliveryState = 'pending' | 'held' | 'delivered' | 'failed';
+
+/** One event to one subscription: its retry state and, while a worker sends it, its lease. */
+export interface WebhookDeliveriesTable {
+  id: Generated<number | string>;
+  webhook_id: string;
+  event_id: string;
+  state: DeliveryState;
+  attempts: number;
+  next_attempt_at: Timestamp;
+  lease_id: string | null;
+  lease_expires_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** One HTTP attempt of a delivery, as the dashboard shows it. */
+export interface WebhookAttemptsTable {
+  id: Generated<number | string>;
+  delivery_id: number | string;
+  webhook_id: string;
+  event_id: string;
+  attempted_at: Timestamp;
+  status_code: number | null;
+  duration_ms: number;
+  /** The first KB of the response body. */
+  response_excerpt: string | null;
+  /** Why no HTTP status came back (timeout, refused address, connection error). */
+  error: string | null;
 }
 
 /** Stored outcomes of POST/PUT requests sent with an Idempotency-Key, kept 24 hours. */
@@ -192,6 +250,8 @@ export interface IdempotencyKeysTable {
   response_type: string | null;
   response_body: string | null;
   created_at: Timestamp;
+  /** When the running request claimed the key (null: at created_at); past the lease it may be taken over. */
+  locked_at?: Timestamp | null;
 }
 
 /** A browser session. The cookie holds the id; only its SHA-256 is stored. user_id is null before login. */
@@ -242,6 +302,10 @@ export interface Database {
   coupons: CouponsTable;
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;
+  outbox_state: OutboxStateTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
   sessions: SessionsTable;
   integrations: IntegrationsTable;

@@ -1,4 +1,4 @@
-import { invalidField } from '../http/errors.ts';
+import { invalidField } from './errors.ts';
 
 // Commission rates are percentages (20 means 20 %) with up to four decimals, stored as
 // integer millionths of the whole (20 % → 200000) so that commission arithmetic is exact.

@@ -1,4 +1,4 @@
-import { invalidField } from '../http/errors.ts';
+import { invalidField } from './errors.ts';
 
 const digitsCache = new Map<string, number>();
 

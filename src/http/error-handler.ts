@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, statusTitle, type ErrorCode, type FieldError } from './errors.ts';
+import { ApiError, statusTitle, type ErrorCode, type FieldError } from '../domain/errors.ts';
 import { toFieldErrors } from './validation.ts';
 
 export interface ProblemBody {

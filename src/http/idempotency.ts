@@ -1,24 +1,28 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { nowIso, toIso } from '../domain/clock.ts';
 import { isUniqueViolation } from '../db/errors.ts';
-import type { Db } from '../db/transaction.ts';
-import { ApiError } from './errors.ts';
+import { withBeforeCommit, type Db, type Tx } from '../db/transaction.ts';
+import { ApiError } from '../domain/errors.ts';
 
-// Idempotency-Key on POST and PUT (Stripe's model). The first request with a key claims it;
-// its response (status < 500) is stored and replayed for retries with the same key and body
-// for 24 hours. A retry while the first still runs gets 409; the key with another body, 422.
-// A 5xx releases the key so the retry runs again. Claims are a unique insert, so this holds
-// across any number of processes.
+// Idempotency-Key on POST and PUT (Stripe's model, made crash-safe as Brandur Leach describes).
+// The first request with a key claims it (a unique insert, so this holds across processes).
+// Its response is stored in the same transaction as the work it answers, so a request that
+// committed is always replayable, even if its process died before answering. A request that
+// fails before committing stores its 4xx afterwards; a 5xx releases the key. A key still
+// "running" after the lease belongs to a request that died before committing: the next retry
+// takes it over and does the work (once). While a request genuinely runs, retries get 409;
+// the key with another request, 422. Responses are kept 24 hours.
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotencyKey: string | null;
+    idempotency: { key: string; stored: string | null } | null;
   }
 }
 
 const KEPT_MS = 24 * 60 * 60 * 1000;
 const MAX_KEY_LENGTH = 255;
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 type Claim =
   | { kind: 'claimed' }
@@ -26,12 +30,13 @@ type Claim =
   | { kind: 'mismatch' }
   | { kind: 'replay'; status: number; type: string; body: string };
 
-async function claimKey(db: Db, programId: string, key: string, requestHash: string): Promise<Claim> {
+async function claimKey(db: Db, programId: string, key: string, requestHash: string, leaseMs: number): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
+    const now = nowIso();
     try {
       await db
         .insertInto('idempotency_keys')
-        .values({ program_id: programId, key, request_hash: requestHash, state: 'running', response_status: null, response_type: null, response_body: null, created_at: nowIso() })
+        .values({ program_id: programId, key, request_hash: requestHash, state: 'running', response_status: null, response_type: null, response_body: null, created_at: now, locked_at: now })
         .execute();
       return { kind: 'claimed' };
     } catch (error) {
@@ -45,10 +50,31 @@ async function claimKey(db: Db, programId: string, key: string, requestHash: str
       continue;
     }
     if (row.request_hash !== requestHash) return { kind: 'mismatch' };
-    if (row.state === 'running') return { kind: 'running' };
-    return { kind: 'replay', status: row.response_status!, type: row.response_type!, body: row.response_body! };
+    if (row.state === 'done') return { kind: 'replay', status: row.response_status!, type: row.response_type!, body: row.response_body! };
+    const lockedAt = toIso(row.locked_at ?? row.created_at);
+    if (Date.parse(lockedAt) > Date.now() - leaseMs) return { kind: 'running' };
+    // Its request died before committing (a committed one would be "done"): take the key over,
+    // conditionally, so that of several retries exactly one runs.
+    const taken = await db
+      .updateTable('idempotency_keys')
+      .set({ locked_at: now })
+      .where('program_id', '=', programId)
+      .where('key', '=', key)
+      .where('state', '=', 'running')
+      .where((eb) => (row.locked_at === null || row.locked_at === undefined ? eb('locked_at', 'is', null) : eb('locked_at', '=', lockedAt)))
+      .executeTakeFirst();
+    if (taken.numUpdatedRows > 0n) return { kind: 'claimed' };
   }
   return { kind: 'running' };
+}
+
+function storeResponse(db: Db | Tx, programId: string, key: string, status: number, type: string, body: string) {
+  return db
+    .updateTable('idempotency_keys')
+    .set({ state: 'done', response_status: status, response_type: type, response_body: body })
+    .where('program_id', '=', programId)
+    .where('key', '=', key)
+    .execute();
 }
 
 /** Deletes expired keys now and then, so the table stays small without a scheduler. */
@@ -61,8 +87,13 @@ export function idempotencyRequestHash(method: string, route: string, body: unkn
   return createHash('sha256').update(`${method} ${route}\n${JSON.stringify(body ?? null)}`).digest('hex');
 }
 
-export function supportIdempotencyKeys(scope: FastifyInstance, db: Db): void {
-  scope.decorateRequest('idempotencyKey', null);
+/** The success status of a write route: 201 for POST (every POST of the API creates), 200 for PUT. */
+function successStatus(reply: FastifyReply): number {
+  return reply.request.method === 'POST' ? 201 : 200;
+}
+
+export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: number): void {
+  scope.decorateRequest('idempotency', null);
 
   scope.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST' && request.method !== 'PUT') return;
@@ -74,10 +105,10 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db): void {
     }
     const requestHash = idempotencyRequestHash(request.method, request.routeOptions.url ?? request.url, request.body);
     if (Math.random() < 0.01) await purgeExpiredKeys(db);
-    const claim = await claimKey(db, request.auth.program.id, key, requestHash);
+    const claim = await claimKey(db, request.auth.program.id, key, requestHash, leaseMs);
     switch (claim.kind) {
       case 'claimed':
-        request.idempotencyKey = key;
+        request.idempotency = { key, stored: null };
         return;
       case 'running':
         throw new ApiError('idempotency_conflict', 'A request with this Idempotency-Key is still being processed; retry later.');
@@ -88,21 +119,33 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db): void {
     }
   });
 
+  // For a claimed key, the handler runs inside withBeforeCommit, so every transaction it opens
+  // stores the response in that transaction. Callback style, synchronous: `done` continues the
+  // lifecycle (the handler) within the hook's async context.
+  scope.addHook('preHandler', (request, reply, done) => {
+    const state = request.idempotency;
+    if (state === null) return done();
+    const programId = request.auth.program.id;
+    const beforeCommit = async (tx: Tx, result: unknown) => {
+      reply.code(successStatus(reply));
+      const body = String(reply.serialize(result));
+      state.stored = body;
+      await storeResponse(tx, programId, state.key, reply.statusCode, JSON_TYPE, body);
+    };
+    withBeforeCommit(beforeCommit, () => done());
+  });
+
+  // What the transaction did not store: a client error (nothing committed), a response other
+  // than the transaction's result, or a route without a transaction. A 5xx releases the key.
   scope.addHook('onSend', async (request, reply, payload) => {
-    const key = request.idempotencyKey;
-    if (key === null) return payload;
-    request.idempotencyKey = null;
+    const state = request.idempotency;
+    if (state === null) return payload;
+    request.idempotency = null;
     const programId = request.auth.program.id;
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
-      await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', key).execute();
-    } else {
-      const type = String(reply.getHeader('content-type') ?? 'application/json');
-      await db
-        .updateTable('idempotency_keys')
-        .set({ state: 'done', response_status: reply.statusCode, response_type: type, response_body: payload })
-        .where('program_id', '=', programId)
-        .where('key', '=', key)
-        .execute();
+      await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', state.key).execute();
+    } else if (payload !== state.stored || reply.statusCode !== successStatus(reply)) {
+      await storeResponse(db, programId, state.key, reply.statusCode, String(reply.getHeader('content-type') ?? JSON_TYPE), payload);
     }
     return payload;
   });

@@ -1,16 +1,11 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { invalidField } from './errors.ts';
+import { invalidField } from '../domain/errors.ts';
 import { toIso } from '../domain/clock.ts';
+import type { PageRequest } from '../db/keyset.ts';
 
-// Lists are newest first and paged by keyset over (created_at, id), so a page costs the
-// same at row 10 as at row 10 million. The cursor is the last row's position, opaque to clients.
-
-export interface PageRequest {
-  limit: number;
-  after?: { createdAt: string; id: string | number };
-  createdAfter?: string;
-}
+// The HTTP side of lists (the query side is db/keyset.ts): the `limit`/`cursor`/`createdAfter`
+// query parameters, and the `Link: rel="next"` header. The cursor is the last row's position,
+// opaque to clients.
 
 export function parsePageRequest(query: { limit?: number; cursor?: string; createdAfter?: string }): PageRequest {
   const page: PageRequest = { limit: query.limit ?? 1000 };
@@ -26,16 +21,6 @@ export function parsePageRequest(query: { limit?: number; cursor?: string; creat
     }
   }
   return page;
-}
-
-/** Adds the keyset conditions, order and limit (one extra row tells whether a next page exists). */
-export function pageQuery<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB, TB, O>, table: string, page: PageRequest) {
-  const createdAt = sql.ref(`${table}.created_at`);
-  const id = sql.ref(`${table}.id`);
-  let q = qb;
-  if (page.createdAfter !== undefined) q = q.where(sql<boolean>`${createdAt} > ${page.createdAfter}`);
-  if (page.after) q = q.where(sql<boolean>`(${createdAt}, ${id}) < (${page.after.createdAt}, ${page.after.id})`);
-  return q.orderBy(sql`${createdAt} desc, ${id} desc`).limit(page.limit + 1);
 }
 
 /** The cursor of the page that starts after `row`. */

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../app.ts';
-import { ApiError } from '../http/errors.ts';
+import type { AppServices } from '../app-services.ts';
+import { ApiError } from '../domain/errors.ts';
 import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
 import { html } from './html.ts';
 import { csrfField, field, renderPage } from './layout.ts';
-import { endUserSessions, ensureSession, isValidCsrf, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
+import { endUserSessions, ensureSession, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
 
@@ -46,11 +46,6 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
       .send(renderPage({ title: login ? 'Log in' : 'Sign up', session, body, flash: error ? { kind: 'error', text: error } : undefined }));
   }
 
-  const rejectForgery = (reply: FastifyReply) =>
-    reply.code(403).type('text/html; charset=utf-8').send(
-      renderPage({ title: 'Form expired', session: null, body: html`<div class="card narrow"><h1>This form has expired</h1><p>Go back, reload the page and try again.</p></div>` }),
-    );
-
   app.get('/', async (request, reply) => reply.redirect(request.session?.user ? '/dashboard' : '/login'));
 
   app.get('/login', async (request, reply) => {
@@ -60,7 +55,6 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
 
   app.post('/login', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
     const values = form(request);
-    if (!isValidCsrf(request.session, values._csrf)) return rejectForgery(reply);
     const user = values.email ? await findUserByEmail(db, values.email) : undefined;
     const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
     if (!user || !ok) return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
@@ -75,7 +69,6 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
 
   app.post('/signup', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
     const values = form(request);
-    if (!isValidCsrf(request.session, values._csrf)) return rejectForgery(reply);
     try {
       const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' });
       await logIn(db, config, request, reply, { id: user.id, email: user.email });
@@ -90,7 +83,6 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
   });
 
   app.post('/logout', async (request, reply) => {
-    if (!isValidCsrf(request.session, form(request)._csrf)) return rejectForgery(reply);
     await logOut(db, config, request, reply);
     return reply.redirect('/login', 303);
   });
@@ -119,11 +111,14 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
     return passwordPage(reply, request.session);
   });
 
-  app.post('/account/password', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+  // Logged out: to the login page (before the CSRF check, which needs a session).
+  const requireLogin = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (!request.session?.user) return reply.redirect('/login', 303);
+  };
+
+  app.post('/account/password', { config: { rateLimit: LOGIN_LIMIT }, onRequest: requireLogin }, async (request, reply) => {
     const values = form(request);
-    const session = request.session;
-    if (!session?.user) return reply.redirect('/login', 303);
-    if (!isValidCsrf(session, values._csrf)) return rejectForgery(reply);
+    const session = request.session as WebSession & { user: NonNullable<WebSession['user']> };
     const user = await findUserByEmail(db, session.user.email);
     if (!user || !(await verifyPassword(values.current ?? '', user.password_hash))) {
       return passwordPage(reply, session, { kind: 'error', text: 'The current password is incorrect.' }, 401);

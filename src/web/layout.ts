@@ -29,6 +29,7 @@ const NAV = [
   ['coupons', 'Coupons & codes', '/coupons'],
   ['keys', 'API keys', '/keys'],
   ['apps', 'Connected apps', '/apps'],
+  ['webhooks', 'Webhooks', '/webhooks'],
   ['settings', 'Settings', '/settings'],
 ] as const;
 

@@ -2,6 +2,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/transaction.ts';
+import { html } from './html.ts';
+import { renderPage } from './layout.ts';
 
 // Browser sessions: a random id in an HttpOnly, SameSite=Lax cookie (Secure on https sites);
 // the database holds only its SHA-256, so logout and password changes end sessions for real.
@@ -19,6 +21,15 @@ export interface WebSession {
 declare module 'fastify' {
   interface FastifyRequest {
     session: WebSession | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * Unsafe methods need the session's CSRF token, checked before the handler, unless the
+     * route says otherwise: `in-handler` (it checks the token itself, after steps that must
+     * come first, such as sending a logged-out user to log in) or `exempt` (not a browser form:
+     * the connect flow's token endpoint).
+     */
+    csrf?: 'in-handler' | 'exempt';
   }
 }
 
@@ -112,6 +123,35 @@ export function isValidCsrf(session: WebSession | null, token: unknown): boolean
   const expected = Buffer.from(csrfToken(session));
   const actual = Buffer.from(token);
   return expected.length === actual.length && timingSafeEqual(expected, actual);
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The 403 page of a form without a valid CSRF token: nothing was changed. */
+export function rejectForgery(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return reply
+    .code(403)
+    .type('text/html; charset=utf-8')
+    .send(
+      renderPage({
+        title: 'Form expired',
+        session: request.session,
+        body: html`<div class="card narrow"><h1>This form has expired</h1><p>Nothing was changed. Go back, reload the page and try again.</p></div>`,
+      }),
+    );
+}
+
+/**
+ * CSRF for every page route of `scope` registered after this call: a new form is protected
+ * unless its route explicitly opts out (config.csrf).
+ */
+export function requireCsrfOnUnsafeMethods(scope: FastifyInstance): void {
+  scope.addHook('preHandler', async (request, reply) => {
+    if (SAFE_METHODS.has(request.method) || request.routeOptions.config.csrf !== undefined) return;
+    const body = request.body as Record<string, unknown> | undefined;
+    const token = body && typeof body === 'object' ? body._csrf : undefined;
+    if (!isValidCsrf(request.session, Array.isArray(token) ? token[0] : token)) return rejectForgery(request, reply);
+  });
 }
 
 /** A local path to return to after login; anything else (other sites, `//host`) becomes /dashboard. */

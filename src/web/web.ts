@@ -4,11 +4,11 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import staticFiles from '@fastify/static';
 import rateLimit from '@fastify/rate-limit';
-import type { AppServices } from '../app.ts';
-import { ApiError } from '../http/errors.ts';
+import type { AppServices } from '../app-services.ts';
+import { ApiError } from '../domain/errors.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
-import { registerSessions } from './session.ts';
+import { registerSessions, requireCsrfOnUnsafeMethods } from './session.ts';
 import { accountRoutes } from './account.routes.ts';
 import { connectRoutes } from './connect/connect.routes.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
@@ -25,6 +25,7 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
     errorResponseBuilder: (_request, context) => Object.assign(new Error(`Too many attempts. Try again in ${context.after}.`), { statusCode: 429 }),
   });
   registerSessions(app, services.db);
+  requireCsrfOnUnsafeMethods(app);
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error instanceof ApiError ? error.status : error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;

@@ -79,6 +79,50 @@ describe('Idempotency-Key', () => {
     assert.equal(rows.length, 1, 'twenty parallel requests with one key write one sale');
   });
 
+  it('takes over a key left running past the lease (its request died before committing) and does the work once', async () => {
+    const body = { referralId, totalEarned: 9 };
+    const stale = new Date(Date.now() - 31_000).toISOString();
+    for (const [key, lockedAt] of [['key-dead', stale], ['key-dead-legacy', null]] as const) {
+      await rawDb(t)
+        .insertInto('idempotency_keys')
+        .values({
+          program_id: api.programId,
+          key,
+          request_hash: idempotencyRequestHash('POST', '/api/v1/sales', body),
+          state: 'running',
+          response_status: null,
+          response_type: null,
+          response_body: null,
+          created_at: stale,
+          locked_at: lockedAt,
+        })
+        .execute();
+    }
+    const before = await countSales(api.programId);
+    const parallel = await Promise.all(Array.from({ length: 10 }, () => postSale(api, 'key-dead', body)));
+    const created = parallel.filter((r) => r.status === 201);
+    assert.ok(created.length >= 1, `statuses ${parallel.map((r) => r.status)}`);
+    assert.ok(parallel.every((r) => r.status === 201 || (r.status === 409 && r.body.code === 'idempotency_conflict')));
+    assert.ok(created.every((r) => r.body.id === created[0]!.body.id), 'one sale, however many retries raced for the key');
+    assert.equal(await countSales(api.programId), before + 1);
+    const replay = await postSale(api, 'key-dead', body);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, created[0]!.body);
+    // A key claimed before the lease column existed counts from its creation.
+    assert.equal((await postSale(api, 'key-dead-legacy', body)).status, 201);
+    assert.equal(await countSales(api.programId), before + 2);
+  });
+
+  it('stores the response in the transaction of the work: committed means replayable', async () => {
+    const body = { referralId, totalEarned: 11 };
+    const res = await postSale(api, 'key-in-tx', body);
+    assert.equal(res.status, 201);
+    const row = await rawDb(t).selectFrom('idempotency_keys').selectAll().where('key', '=', 'key-in-tx').executeTakeFirstOrThrow();
+    assert.equal(row.state, 'done');
+    assert.equal(row.response_status, 201);
+    assert.deepEqual(JSON.parse(row.response_body!), res.body);
+  });
+
   it('stores and replays client errors too', async () => {
     const body = { referralId: 'no-such-link', totalEarned: 1 };
     const first = await postSale(api, 'key-404', body);

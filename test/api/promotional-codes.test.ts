@@ -360,11 +360,12 @@ describe('promotional codes', () => {
       assert.equal(p.affiliateId, ada.id);
     });
 
-    it('writes no event on creation (only updates and redemptions are events)', async () => {
-      const before = (await db().selectFrom('events').select('id').where('program_id', '=', api.programId).execute()).length;
-      await createCode({ code: unique('NOEVT') });
-      const afterCount = (await db().selectFrom('events').select('id').where('program_id', '=', api.programId).execute()).length;
-      assert.equal(afterCount, before);
+    it('writes a promotional_code.created event with the code exactly as returned', async () => {
+      const created = await createCode({ code: unique('EVT') });
+      const events = (await db().selectFrom('events').selectAll().where('program_id', '=', api.programId).where('type', '=', 'promotional_code.created').execute())
+        .map((e) => JSON.parse(e.data))
+        .filter((d) => d.id === created.id);
+      assert.deepEqual(events, [created]);
     });
   });
 

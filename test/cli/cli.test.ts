@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -298,5 +298,41 @@ describe('tandem command line', { skip: testDialect !== 'sqlite' && 'runs in the
     it('a bad RATE_LIMIT_PER_MINUTE', async () => {
       assertUsageFailure(await tandem(['migrate'], { ...env, RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/);
     });
+  });
+});
+
+// `npm ci` builds dist/ and `npm start` runs it; the test runner builds it before the suite.
+describe('the compiled build', { skip: testDialect !== 'sqlite' && 'runs in the SQLite leg only' }, () => {
+  it('is newer than every source file, so bin/tandem runs it', async () => {
+    const { readdirSync, statSync: stat } = await import('node:fs');
+    const newest = (dir: string): number =>
+      Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(`${dir}/${e.name}`) : stat(`${dir}/${e.name}`).mtimeMs)));
+    const built = stat(join(ROOT, 'dist/cli/main.js')).mtimeMs;
+    assert.ok(built >= newest(join(ROOT, 'src')), 'dist/ is up to date (npm run build)');
+  });
+
+  it('runs as plain JavaScript, without tsx, with its static files beside it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tandem-dist-'));
+    try {
+      const script = "const { main } = await import('./dist/cli/main.js'); process.exitCode = await main(process.argv.slice(1));";
+      const run = (args: string[]) =>
+        new Promise<{ code: number | null; stdout: string }>((resolve) => {
+          const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
+            cwd: ROOT,
+            env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 't.db')}`, LOG_LEVEL: 'silent' },
+          });
+          let stdout = '';
+          child.stdout.on('data', (c: Buffer) => (stdout += c));
+          child.on('close', (code) => resolve({ code, stdout }));
+        });
+      const migrated = await run(['migrate', '--json']);
+      assert.equal(migrated.code, 0);
+      assert.ok(Array.isArray(JSON.parse(migrated.stdout.trim().split('\n').at(-1)!).applied));
+      // The compiled server serves its static files too (copied beside the code).
+      const css = readFileSync(join(ROOT, 'dist/web/assets/app.css'), 'utf8');
+      assert.ok(css.length > 100);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -37,6 +37,8 @@ describe('tandem migrate-data: SQLite → PostgreSQL', { skip: testDialect !== '
     '/sales?limit=50&createdAfter=2000-01-01T00:00:00Z',
     '/coupons',
     '/promotional-codes',
+    '/events?limit=1000',
+    '/events?after=3000&limit=1000',
   ];
   const before_: Record<string, string> = {};
 
@@ -78,8 +80,9 @@ describe('tandem migrate-data: SQLite → PostgreSQL', { skip: testDialect !== '
     assert.equal(report.tables.referrals, 1040);
     assert.equal(report.tables.sales, 2040);
     assert.equal(report.tables.promotional_codes, 20);
-    // affiliate.created, referral.created (1000 + 40 by sales), sale.created, promotional_code.redeemed
-    assert.equal(report.tables.events, 60 + 1040 + 2040 + 40);
+    // affiliate.created, coupon.created, promotional_code.created, referral.created (1000 + 40 by
+    // sales), sale.created, promotional_code.redeemed
+    assert.equal(report.tables.events, 60 + 1 + 20 + 1040 + 2040 + 40);
 
     const server = await serve(target.url);
     try {
@@ -94,6 +97,9 @@ describe('tandem migrate-data: SQLite → PostgreSQL', { skip: testDialect !== '
       const sale = await api.post('/sales', { email: 'c1@example.org', totalEarned: 1 });
       assert.equal(sale.status, 201);
       assert.equal(sale.body.id, 2041);
+      // Event numbers continue after the copied ones: a poller's cursor stays valid.
+      const events = await api.get('/events?type=sale.created&after=3201');
+      assert.deepEqual(events.body.map((e: { data: { id: number }; sequence: number }) => [e.data.id, e.sequence > 3201]), [[2041, true]]);
     } finally {
       await server.close();
     }
@@ -109,5 +115,33 @@ describe('tandem migrate-data: SQLite → PostgreSQL', { skip: testDialect !== '
         return true;
       },
     );
+  });
+});
+
+// Runs once, in the SQLite leg: a SQLite → SQLite copy is enough to exercise the guard.
+describe('tandem migrate-data knows every table', { skip: testDialect !== 'sqlite' && 'runs in the SQLite leg' }, () => {
+  it('refuses to copy a database with a table its list does not name, naming the table', async () => {
+    const { openDatabase } = await import('../../src/db/database.ts');
+    const { migrateToLatest } = await import('../../src/db/migrate.ts');
+    const { sql } = await import('kysely');
+    const source = await createTestDatabase('sqlite');
+    const target = await createTestDatabase('sqlite');
+    try {
+      const db = openDatabase({ databaseUrl: source.url });
+      await migrateToLatest(db.db as never);
+      await sql`create table payouts_from_the_future (id text primary key)`.execute(db.db);
+      await db.close();
+      await assert.rejects(
+        run('./bin/tandem', ['migrate-data', '--from', source.url, '--to', target.url], { env: { ...process.env, LOG_LEVEL: 'silent' } }),
+        (error: { code: number; stderr: string }) => {
+          assert.equal(error.code, 1);
+          assert.match(error.stderr, /does not know the table\(s\) payouts_from_the_future/);
+          return true;
+        },
+      );
+    } finally {
+      await source.drop();
+      await target.drop();
+    }
   });
 });

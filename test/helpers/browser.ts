@@ -1,10 +1,22 @@
-import { existsSync } from 'node:fs';
+import { isExecutableFile } from './executables.ts';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from 'playwright-core';
 
-// Real headless Chromium (Debian's `chromium` package) driven by playwright-core. A missing
-// browser fails the tests — CI installs it (.ci/run); a skipped browser test proves nothing.
+// Real headless Chromium driven by playwright-core: Debian's `chromium` package when it is
+// installed (CI installs it), else the Chromium build shipped in the npm package
+// @sparticuz/chromium, so the browser tests run on a machine with only Node. A browser that
+// cannot start fails the tests; a skipped browser test proves nothing.
 
-export const CHROMIUM = '/usr/bin/chromium';
+export const SYSTEM_CHROMIUM = '/usr/bin/chromium';
+
+let executable: Promise<string> | undefined;
+
+/** The system Chromium, or the npm package's (unpacked to a temporary directory on first use). */
+export function chromiumPath(): Promise<string> {
+  executable ??= isExecutableFile(SYSTEM_CHROMIUM)
+    ? Promise.resolve(SYSTEM_CHROMIUM)
+    : import('@sparticuz/chromium').then(({ default: packaged }) => packaged.executablePath());
+  return executable;
+}
 
 const ARGS = [
   '--headless',
@@ -19,10 +31,7 @@ const ARGS = [
 
 /** Launches Chromium on a fresh temporary profile (Playwright creates and deletes it). */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is missing at ${CHROMIUM}: install it with "apt-get install -y chromium" (the browser tests need it).`);
-  }
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  return chromium.launch({ executablePath: await chromiumPath(), headless: true, args: ARGS });
 }
 
 /** A context (its own cookies) with timeouts suited to a busy CI machine. */

@@ -1,5 +1,5 @@
 import { loadConfig, type Config } from '../../src/config.ts';
-import type { AppOptions } from '../../src/app.ts';
+import type { AppOptions } from '../../src/app-services.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';

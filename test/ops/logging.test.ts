@@ -37,6 +37,10 @@ describe('structured logs', () => {
     for (const line of requestLines) assert.equal(typeof line.reqId, 'string', JSON.stringify(line));
     const ids = new Set(requestLines.map((l) => l.reqId));
     assert.ok(ids.has(ok.headers.get('x-request-id')) && ids.has(failed.headers.get('x-request-id')), 'log ids match the x-request-id headers');
+    // Request lines carry the headers, with the token replaced (so this fails if the redaction goes).
+    const incoming = requestLines.filter((l) => (l.req as { url?: string } | undefined)?.url?.startsWith('/api/v1/'));
+    assert.ok(incoming.length >= 2, 'incoming API request lines');
+    for (const line of incoming) assert.equal((line.req as { headers: Record<string, string> }).headers.authorization, '[redacted]');
     assert.ok(!server.output().includes(tenant.token), 'the token is not in the log');
     assert.ok(!server.output().includes(tenant.token.slice(4)), 'nor its secret part');
   });

@@ -35,6 +35,10 @@ const EXPECTED_OPERATIONS = [
   'POST /api/v1/promotional-codes',
   'GET /api/v1/promotional-codes',
   'PUT /api/v1/promotional-codes',
+  'POST /api/v1/webhooks',
+  'GET /api/v1/webhooks',
+  'DELETE /api/v1/webhooks',
+  'GET /api/v1/events',
 ];
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -72,7 +76,8 @@ const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}'
 function assertSecurityHeaders(headers: Headers, what: string): void {
   assert.equal(headers.get('x-content-type-options'), 'nosniff', `${what}: x-content-type-options`);
   assert.match(headers.get('x-frame-options') ?? '', /^(DENY|SAMEORIGIN)$/, `${what}: x-frame-options`);
-  assert.match(headers.get('strict-transport-security') ?? '', /max-age=\d+/, `${what}: strict-transport-security`);
+  // The test server's SITE_URL is http: no HSTS there (an https site is tested below).
+  assert.equal(headers.get('strict-transport-security'), null, `${what}: no strict-transport-security on an http site`);
   assert.equal(headers.get('referrer-policy'), 'no-referrer', `${what}: referrer-policy`);
   assert.equal(headers.get('x-dns-prefetch-control'), 'off', `${what}: x-dns-prefetch-control`);
   assert.equal(headers.get('x-permitted-cross-domain-policies'), 'none', `${what}: x-permitted-cross-domain-policies`);
@@ -255,11 +260,29 @@ describe('operations', () => {
   });
 });
 
+describe('a site served over https', () => {
+  it('sends Strict-Transport-Security and marks the session cookie Secure', async () => {
+    const t = await startTestServer({ siteUrl: 'https://affiliates.example.com', worker: false });
+    try {
+      const health = await fetch(`${t.url}/healthz`);
+      assert.match(health.headers.get('strict-transport-security') ?? '', /^max-age=31536000; includeSubDomains/);
+      const login = await fetch(`${t.url}/login`);
+      const cookie = login.headers.getSetCookie().find((c) => c.startsWith('tandem_session=')) ?? '';
+      assert.match(cookie, /; Secure/i);
+      assert.match(cookie, /; HttpOnly/i);
+      assert.match(cookie, /; SameSite=Lax/i);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('GET /healthz with the database gone', () => {
   let t: TestServer;
 
   before(async () => {
-    t = await startTestServer();
+    // No webhook worker: it would be cut off mid-query by the close (its bounded stop is covered elsewhere).
+    t = await startTestServer({ worker: false });
     await t.server.database.close();
   });
   after(() => t.close());
@@ -390,6 +413,61 @@ describe('graceful shutdown of `tandem serve`', { skip: testDialect !== 'sqlite'
     }
     // A clean close checkpoints the write-ahead log into the database file.
     assert.ok(!existsSync(`${file}-wal`) || statSync(`${file}-wal`).size === 0, 'the WAL was checkpointed on close');
+  });
+
+  it('an idle server exits promptly on SIGTERM, also after answering early (401, redirect to log in)', async () => {
+    const { child, url } = await serve();
+    // Answered before any handler runs: by the bearer-token hook and the dashboard's login hook.
+    assert.equal((await fetch(`${url}/api/v1/me`)).status, 401);
+    assert.equal((await fetch(`${url}/dashboard`, { redirect: 'manual' })).status, 302);
+    assert.equal((await fetch(`${url}/api/v1/me`, { headers: { authorization: `Bearer ${token}` } })).status, 200);
+    const exited = exitOf(child);
+    const signalled = Date.now();
+    child.kill('SIGTERM');
+    assert.deepEqual(await exited, { code: 0, signal: null });
+    // Not a timing target: the failure this guards against is the 10 s drain fallback.
+    const took = Date.now() - signalled;
+    assert.ok(took < 5000, `exited ${took} ms after SIGTERM with nothing in flight`);
+  });
+
+  it('on SIGTERM under load drains the requests in flight: every acknowledged write is stored', async () => {
+    const { child, url } = await serve();
+    const acknowledged: string[] = [];
+    let signalled = false;
+    const exited = exitOf(child);
+    const worker = async (w: number) => {
+      for (let i = 0; ; i++) {
+        const email = `drain-${w}-${i}@example.com`;
+        try {
+          const res = await fetch(`${url}/api/v1/affiliates`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ firstName: 'Dr', lastName: 'Ain', email }),
+          });
+          await res.arrayBuffer();
+          if (res.status === 201) acknowledged.push(email);
+          else if (!signalled) assert.fail(`status ${res.status} before the signal`);
+          else return; // 503 while closing
+        } catch {
+          if (!signalled) throw new Error('connection failed before the signal');
+          return; // refused once closed
+        }
+        if (acknowledged.length >= 60 && !signalled) {
+          signalled = true;
+          child.kill('SIGTERM');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, (_, w) => worker(w)));
+    assert.deepEqual(await exited, { code: 0, signal: null });
+    const db = new SqliteDatabase(file, { readonly: true, fileMustExist: true });
+    try {
+      const stored = new Set((db.prepare("select email from affiliates where email like 'drain-%'").all() as { email: string }[]).map((r) => r.email));
+      const lost = acknowledged.filter((email) => !stored.has(email));
+      assert.deepEqual(lost, [], `${acknowledged.length} acknowledged, ${lost.length} missing`);
+    } finally {
+      db.close();
+    }
   });
 
   it('on SIGINT exits 0 as well, and the file opens again for the next start', async () => {

@@ -1,7 +1,7 @@
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null };
 

@@ -4,8 +4,8 @@ import { nowIso, toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, notFound } from '../../http/errors.ts';
-import type { PageRequest } from '../../http/pagination.ts';
+import { ApiError, conflict, notFound } from '../../domain/errors.ts';
+import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
@@ -116,8 +116,7 @@ export async function searchAffiliatePage(db: Db, program: ProgramContext, text:
 
 /**
  * Changes an affiliate's names, rate, payout details or status (the dashboard's edit form;
- * deactivating is status "inactive"). The e-mail and link are identities and stay. No event is
- * recorded: the contract's event types have none for this change.
+ * deactivating is status "inactive"). The e-mail and link are identities and stay.
  */
 export async function updateAffiliate(db: Db, program: ProgramContext, id: string, body: UpdateAffiliateBody): Promise<Affiliate> {
   assertValidBody(UpdateAffiliateBody, body);
@@ -133,8 +132,12 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   if (body.paymentMethod !== undefined) changes.payment_method = body.paymentMethod;
   if (body.status !== undefined) changes.status = body.status.toLowerCase() as 'active' | 'inactive';
   changes.updated_at = nowIso();
-  await updateAffiliateRow(db, program.id, id, changes);
-  return serializeAffiliate({ ...current, ...changes }, program);
+  return inTransaction(db, async (tx) => {
+    await updateAffiliateRow(tx, program.id, id, changes);
+    const updated = serializeAffiliate({ ...current, ...changes }, program);
+    await recordEvent(tx, program.id, 'affiliate.updated', updated);
+    return updated;
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import type { Integration } from '../integrations/integration.service.ts';
 import { issueToken, revokeTokenIfActive, type IssuedToken } from '../tokens/token.service.ts';
 import {

@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
 
 export interface CouponFilter {

@@ -1,10 +1,11 @@
+import { recordEvent } from '../events/outbox.ts';
 import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
 import { nowIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
-import { conflict, invalidField, notFound } from '../../http/errors.ts';
-import type { PageRequest } from '../../http/pagination.ts';
+import { conflict, invalidField, notFound } from '../../domain/errors.ts';
+import type { PageRequest } from '../../db/keyset.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
 import type { Coupon } from '../promotional-codes/promotional-code.schema.ts';
@@ -59,12 +60,16 @@ export async function createCoupon(db: Db, program: ProgramContext, body: Create
     updated_at: now,
   };
   try {
-    await inTransaction(db, (tx) => insertCoupon(tx, row));
+    return await inTransaction(db, async (tx) => {
+      await insertCoupon(tx, row);
+      const created = (await serializeCoupons(tx, program, [row]))[0]!;
+      await recordEvent(tx, program.id, 'coupon.created', created);
+      return created;
+    });
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`A coupon with externalId "${body.externalId}" already exists in this program.`);
     throw error;
   }
-  return (await serializeCoupons(db, program, [row]))[0]!;
 }
 
 export async function getCoupon(db: Db, program: ProgramContext, filter: CouponFilter): Promise<Coupon> {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { nowIso, toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
-import { conflict, invalidField, notFound } from '../../http/errors.ts';
+import { conflict, invalidField, notFound } from '../../domain/errors.ts';
 import { deleteIntegration, insertIntegration, selectIntegration, selectIntegrations, type IntegrationRow } from './integration.repository.ts';
 
 // The automation tools (Zapier, n8n, Make, …) the operator allows to use the connect flow.

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { AffiliateLinkSchema, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
 import { createLink, updateLink } from './link.service.ts';

@@ -2,7 +2,7 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import { nowIso, toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, notFound } from '../../http/errors.ts';
+import { ApiError, conflict, notFound } from '../../domain/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { resolveAffiliate } from '../affiliates/affiliate.service.ts';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { errorResponses, Nullable, Uuid, DateTime } from '../../http/schemas.ts';
 import { getProgram, serializeProgram } from './program.service.ts';
 

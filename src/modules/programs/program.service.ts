@@ -5,7 +5,7 @@ import { isUuid, newId } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
-import { invalidField, notFound } from '../../http/errors.ts';
+import { invalidField, notFound } from '../../domain/errors.ts';
 
 /** What every API request knows about the token's program. */
 export interface ProgramContext {

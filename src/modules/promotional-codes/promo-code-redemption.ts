@@ -1,6 +1,6 @@
 import { toIso } from '../../domain/clock.ts';
 import type { Tx } from '../../db/transaction.ts';
-import { ApiError, notFound, type ErrorCode } from '../../http/errors.ts';
+import { ApiError, notFound, type ErrorCode } from '../../domain/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { findCouponsByIds, findCode, incrementCodeRedemptions, incrementCouponRedemptions, type CodeRow, type CouponRow } from './promotional-code.repository.ts';

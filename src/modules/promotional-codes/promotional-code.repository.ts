@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { CouponsTable, PromotionalCodesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
 export type CodeRow = Selectable<PromotionalCodesTable>;
 export type CouponRow = Selectable<CouponsTable>;

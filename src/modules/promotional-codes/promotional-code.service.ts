@@ -4,8 +4,8 @@ import { nowIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { conflict, invalidField, notFound } from '../../http/errors.ts';
-import type { PageRequest } from '../../http/pagination.ts';
+import { conflict, invalidField, notFound } from '../../domain/errors.ts';
+import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
@@ -105,7 +105,9 @@ export async function createPromotionalCode(db: Db, program: ProgramContext, bod
         : body.affiliateId;
       row = await applyRestrictions(tx, program, base, { ...body, affiliateId });
       await insertCode(tx, row);
-      return serializeOne(tx, program, row);
+      const created = await serializeOne(tx, program, row);
+      await recordEvent(tx, program.id, 'promotional_code.created', created);
+      return created;
     });
   } catch (error) {
     if (isUniqueViolation(error)) return explainConflict(db, program, row);

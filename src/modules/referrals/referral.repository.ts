@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
 export type ReferralRow = Selectable<ReferralsTable>;
 

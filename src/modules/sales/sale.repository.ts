@@ -2,7 +2,7 @@ import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import type { SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 

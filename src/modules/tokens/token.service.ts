@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { nowIso, toIso } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
-import type { Db } from '../../db/transaction.ts';
-import { notFound } from '../../http/errors.ts';
-import { pageQuery, type PageRequest } from '../../http/pagination.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
+import { notFound } from '../../domain/errors.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { toProgramContext, type ProgramContext } from '../programs/program.service.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
@@ -48,17 +49,21 @@ export async function issueToken(
 }
 
 export async function revokeToken(db: Db, tokenId: string): Promise<void> {
-  if (!(await revokeTokenIfActive(db, tokenId))) throw notFound('An active token with this id');
+  if (!(await inTransaction(db, (tx) => revokeTokenIfActive(tx, tokenId)))) throw notFound('An active token with this id');
 }
 
-/** Revokes the token unless it already is; returns whether this call revoked it. */
-export async function revokeTokenIfActive(db: Db, tokenId: string): Promise<boolean> {
-  const result = await db
+/**
+ * Revokes the token unless it already is; returns whether this call revoked it. The
+ * subscriptions a tool made with the token go with it (a disconnected Zap fires no more).
+ */
+export async function revokeTokenIfActive(tx: Tx, tokenId: string): Promise<boolean> {
+  const result = await tx
     .updateTable('api_tokens')
     .set({ revoked_at: nowIso() })
     .where('id', '=', tokenId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
+  await deleteWebhooksOfToken(tx, tokenId);
   return result.numUpdatedRows > 0n;
 }
 
@@ -133,13 +138,16 @@ export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>
  */
 export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string): Promise<void> {
   if (!isUuid(tokenId)) throw notFound('An active token with this id');
-  const result = await db
-    .updateTable('api_tokens')
-    .set({ revoked_at: nowIso() })
-    .where('id', '=', tokenId)
-    .where('program_id', '=', programId)
-    .where('kind', '=', kind)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
-  if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
+  await inTransaction(db, async (tx) => {
+    const result = await tx
+      .updateTable('api_tokens')
+      .set({ revoked_at: nowIso() })
+      .where('id', '=', tokenId)
+      .where('program_id', '=', programId)
+      .where('kind', '=', kind)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
+    await deleteWebhooksOfToken(tx, tokenId);
+  });
 }

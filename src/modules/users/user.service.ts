@@ -3,7 +3,7 @@ import { nowIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
-import { ApiError, conflict, invalidField } from '../../http/errors.ts';
+import { ApiError, conflict, invalidField } from '../../domain/errors.ts';
 
 export interface User {
   id: string;

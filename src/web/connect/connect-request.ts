@@ -1,5 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { findIntegration, type Integration } from '../../modules/integrations/integration.service.ts';
 
 // The tool's authorization request (spec 5.2 step 1), read from the query of the first page

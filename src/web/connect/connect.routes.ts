@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
-import { ApiError } from '../../http/errors.ts';
+import type { AppServices } from '../../app-services.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { issueAuthorizationCode } from '../../modules/connect/authorization-code.service.ts';
 import { createProgram, findUserProgram, listUserPrograms } from '../../modules/programs/program.service.ts';
 import { isValidCsrf, type WebSession } from '../session.ts';
@@ -55,7 +55,7 @@ export const connectRoutes: FastifyPluginAsync<AppServices> = async (app, servic
   });
 
   // A user without a program creates one without leaving the flow.
-  app.post<{ Params: Params; Body: Form }>('/connect/:integration/programs', async (request, reply) => {
+  app.post<{ Params: Params; Body: Form }>('/connect/:integration/programs', { config: { csrf: 'in-handler' } }, async (request, reply) => {
     const body = request.body ?? {};
     const connect = await readConnectRequest(db, request.params.integration, body);
     const session = sessionOrLogin(request, reply, connectUrl(connect, 'choose-affiliate-program'));
@@ -74,7 +74,7 @@ export const connectRoutes: FastifyPluginAsync<AppServices> = async (app, servic
   });
 
   // Confirm or Cancel. Only this POST, with the session's CSRF token, issues a code.
-  app.post<{ Params: Params; Body: Form }>('/connect/:integration/authorize', async (request, reply) => {
+  app.post<{ Params: Params; Body: Form }>('/connect/:integration/authorize', { config: { csrf: 'in-handler' } }, async (request, reply) => {
     const body = request.body ?? {};
     const connect = await readConnectRequest(db, request.params.integration, body);
     const session = sessionOrLogin(request, reply, connectUrl(connect, 'choose-affiliate-program'));

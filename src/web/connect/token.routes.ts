@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import type { AppServices } from '../../app.ts';
-import { ApiError } from '../../http/errors.ts';
+import type { AppServices } from '../../app-services.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { exchangeAuthorizationCode } from '../../modules/connect/authorization-code.service.ts';
 import { findIntegration } from '../../modules/integrations/integration.service.ts';
 
@@ -25,7 +25,7 @@ export const tokenEndpoint: FastifyPluginAsync<AppServices> = async (app, { db, 
     return sendTokenResponse(reply, 500, { error: 'Server error' });
   });
 
-  app.post<{ Params: { integration: string } }>('/api/:integration/token', async (request, reply) => {
+  app.post<{ Params: { integration: string } }>('/api/:integration/token', { config: { csrf: 'exempt' } }, async (request, reply) => {
     const body = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<string, unknown>;
     const { code, redirect_uri: redirectUri, code_verifier: codeVerifier } = body;
     if (code === undefined || code === '') throw new ApiError('bad_request', CODE_REQUIRED);

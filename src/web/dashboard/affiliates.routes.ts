@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
 import { CreateAffiliateBody, type UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { listIntegrations } from '../../modules/integrations/integration.service.ts';
 import { listProgramTokens, revokeProgramToken, toTokenSummary } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';

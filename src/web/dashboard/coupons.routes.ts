@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import type { Db } from '../../db/transaction.ts';
-import { ApiError, invalidField } from '../../http/errors.ts';
+import { ApiError, invalidField } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliatePage, resolveAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { CreateCouponBody } from '../../modules/coupons/coupon.schema.ts';

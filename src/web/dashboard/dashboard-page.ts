@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/transaction.ts';
-import { parsePageRequest, encodeCursor, type PageRequest } from '../../http/pagination.ts';
+import { parsePageRequest, encodeCursor } from '../../http/pagination.ts';
+import type { PageRequest } from '../../db/keyset.ts';
 import { listUserPrograms, type Program, type ProgramContext } from '../../modules/programs/program.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { renderPage, type PageOptions } from '../layout.ts';

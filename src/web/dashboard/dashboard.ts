@@ -1,13 +1,9 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { FastifyPluginAsync } from 'fastify';
+import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { notFound } from '../../http/errors.ts';
+import { notFound } from '../../domain/errors.ts';
 import { findUserProgram, programContextOf } from '../../modules/programs/program.service.ts';
-import { html } from '../html.ts';
-import { renderPage } from '../layout.ts';
-import { isValidCsrf } from '../session.ts';
 import { currentUser } from './dashboard-page.ts';
-import { readForm } from './forms.ts';
 import { programRoutes } from './programs.routes.ts';
 import { overviewRoutes } from './overview.routes.ts';
 import { affiliateRoutes } from './affiliates.routes.ts';
@@ -17,24 +13,13 @@ import { couponRoutes } from './coupons.routes.ts';
 import { apiKeyRoutes } from './keys.routes.ts';
 import { connectedAppRoutes } from './apps.routes.ts';
 import { settingsRoutes } from './settings.routes.ts';
+import { webhookDashboardRoutes } from './webhooks.routes.ts';
 
 // The merchant's dashboard, server-rendered. The checks every page needs run here, as hooks,
 // before any handler: a signed-in user, a valid CSRF token on every POST, ids in the path
 // that are UUIDs, and a program in the path that belongs to the user (else 404, as if it did
 // not exist). Pages then read the user and program from the request.
 
-function rejectForgery(request: FastifyRequest, reply: FastifyReply) {
-  return reply
-    .code(403)
-    .type('text/html; charset=utf-8')
-    .send(
-      renderPage({
-        title: 'Form expired',
-        session: request.session,
-        body: html`<div class="card narrow"><h1>This form has expired</h1><p>Nothing was changed. Go back, reload the page and try again.</p></div>`,
-      }),
-    );
-}
 
 export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   const { db } = services;
@@ -47,8 +32,7 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
     return reply.redirect(`/login?next=${encodeURIComponent(next)}`, request.method === 'GET' ? 302 : 303);
   });
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.method === 'POST' && !isValidCsrf(request.session, readForm(request)._csrf)) return rejectForgery(request, reply);
+  app.addHook('preHandler', async (request) => {
     // Ids in paths are UUIDs; anything else cannot name a row (and PostgreSQL's uuid type would reject it).
     const params = (request.params ?? {}) as Record<string, string>;
     for (const [name, value] of Object.entries(params)) {
@@ -69,7 +53,7 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
         if (!program) throw notFound('Program');
         request.dashboardProgram = { program, context: programContextOf(program), base: `/dashboard/programs/${program.id}` };
       });
-      for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, settingsRoutes]) {
+      for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
         await scope.register(routes, services);
       }
     },

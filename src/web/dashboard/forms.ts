@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { field, type FieldOptions } from '../layout.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
-import { invalidField } from '../../http/errors.ts';
+import type { AppServices } from '../../app-services.ts';
+import { invalidField } from '../../domain/errors.ts';
 import { issueToken, listProgramTokens, revokeProgramToken, toTokenSummary, type IssuedToken } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';
 import { csrfField } from '../layout.ts';

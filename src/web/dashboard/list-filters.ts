@@ -1,6 +1,6 @@
 import { isUuid } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { resolveAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import type { ProgramContext } from '../../modules/programs/program.service.ts';
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { getDailySales, getProgramTotals } from '../../modules/programs/program-overview.service.ts';
 import { html } from '../html.ts';
 import { currentProgram, doneFlash, sendPage } from './dashboard-page.ts';

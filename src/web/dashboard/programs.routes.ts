@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { createProgram, listUserPrograms, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
 import type { ReferralRow } from '../../modules/referrals/referral.repository.ts';
 import { getReferralPage } from '../../modules/referrals/referral.service.ts';

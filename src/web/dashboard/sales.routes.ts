@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
 import type { SaleRow } from '../../modules/sales/sale.repository.ts';

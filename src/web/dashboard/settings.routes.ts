@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppServices } from '../../app.ts';
+import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
 import { updateProgram } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';

@@ -1,0 +1,243 @@
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { dialectOf } from '../../db/dialect.ts';
+import type { WebhookAttemptsTable, WebhooksTable } from '../../db/schema.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+
+// All SQL of subscriptions, deliveries and attempts. Every query of a subscription is scoped
+// by program_id; the worker's queries cross programs by design (it serves them all).
+
+export type WebhookRow = Selectable<WebhooksTable>;
+
+export function insertWebhook(db: Db, row: Insertable<WebhooksTable>) {
+  return db.insertInto('webhooks').values(row).execute();
+}
+
+export function countWebhooks(db: Db, programId: string): Promise<number> {
+  return db
+    .selectFrom('webhooks')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('program_id', '=', programId)
+    .executeTakeFirstOrThrow()
+    .then((r) => Number(r.n));
+}
+
+export function findWebhook(db: Db | Tx, programId: string, id: string) {
+  return db.selectFrom('webhooks').selectAll().where('program_id', '=', programId).where('id', '=', id).executeTakeFirst();
+}
+
+export function listWebhooks(db: Db, programId: string, page: PageRequest) {
+  return pageQuery(db.selectFrom('webhooks as w').selectAll('w').where('w.program_id', '=', programId), 'w', page).execute();
+}
+
+/** Deletes one subscription of the program; returns the deleted row. */
+export async function deleteWebhookRow(db: Db, programId: string, id: string): Promise<WebhookRow | undefined> {
+  return db.deleteFrom('webhooks').where('program_id', '=', programId).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+/** Deletes the subscriptions a token made (the token was revoked). */
+export function deleteWebhooksOfToken(db: Db | Tx, tokenId: string) {
+  return db.deleteFrom('webhooks').where('token_id', '=', tokenId).execute();
+}
+
+/** Re-enables an endpoint; its held deliveries are due at once. */
+export function setWebhookEnabled(db: Db, programId: string, id: string, now: string) {
+  return inTransaction(db, async (tx) => {
+    const result = await tx
+      .updateTable('webhooks')
+      .set({ disabled_at: null, failing_since: null, updated_at: now })
+      .where('program_id', '=', programId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ state: 'pending', next_attempt_at: now, updated_at: now })
+      .where('webhook_id', '=', id)
+      .where('state', '=', 'held')
+      .execute();
+    return result;
+  });
+}
+
+/** Per subscription: deliveries waiting, and the newest attempt's time and status. */
+export async function webhookDeliveryStats(db: Db, webhookIds: string[]) {
+  if (webhookIds.length === 0) return new Map<string, { pending: number; failed: number }>();
+  const rows = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => ['webhook_id', 'state', eb.fn.countAll<number | string>().as('n')])
+    .where('webhook_id', 'in', webhookIds)
+    .where('state', 'in', ['pending', 'held', 'failed'])
+    .groupBy(['webhook_id', 'state'])
+    .execute();
+  const stats = new Map<string, { pending: number; failed: number }>();
+  for (const id of webhookIds) stats.set(id, { pending: 0, failed: 0 });
+  // Held deliveries (of a disabled endpoint) are waiting too.
+  for (const r of rows) stats.get(r.webhook_id)![r.state === 'failed' ? 'failed' : 'pending'] += Number(r.n);
+  return stats;
+}
+
+/** A subscription's attempts, newest first, with the event type. */
+export function listAttempts(db: Db, webhookId: string, page: PageRequest) {
+  const q = db
+    .selectFrom('webhook_attempts as a')
+    .innerJoin('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+    .innerJoin('events as e', 'e.id', 'a.event_id')
+    .select(['a.id', 'a.attempted_at as created_at', 'a.event_id', 'e.type as event_type', 'a.status_code', 'a.duration_ms', 'a.response_excerpt', 'a.error', 'd.id as delivery_id', 'd.state as delivery_state'])
+    .where('a.webhook_id', '=', webhookId);
+  // Attempts page by their time, as other lists do by created_at.
+  const { createdAfter, after, limit } = page;
+  let qq = q;
+  if (createdAfter !== undefined) qq = qq.where('a.attempted_at', '>', createdAfter);
+  if (after) qq = qq.where(sql<boolean>`(a.attempted_at, a.id) < (${after.createdAt}, ${after.id})`);
+  return qq.orderBy('a.attempted_at', 'desc').orderBy('a.id', 'desc').limit(limit + 1).execute();
+}
+
+/** Puts deliveries back in the queue at once, as if new (replay). Returns how many. */
+export async function requeueDeliveries(db: Db, webhookId: string, filter: { eventId?: string; failedSince?: string }, now: string): Promise<number> {
+  let q = db
+    .updateTable('webhook_deliveries')
+    .set({ state: 'pending', attempts: 0, next_attempt_at: now, lease_id: null, lease_expires_at: null, updated_at: now })
+    .where('webhook_id', '=', webhookId);
+  if (filter.eventId !== undefined) q = q.where('event_id', '=', filter.eventId);
+  if (filter.failedSince !== undefined) q = q.where('state', '=', 'failed').where('updated_at', '>=', filter.failedSince);
+  const result = await q.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+export function insertDelivery(tx: Tx, webhookId: string, eventId: string, now: string) {
+  return tx
+    .insertInto('webhook_deliveries')
+    .values({ webhook_id: webhookId, event_id: eventId, state: 'pending', attempts: 0, next_attempt_at: now, created_at: now, updated_at: now })
+    .execute();
+}
+
+// ---- the worker -------------------------------------------------------------------------
+
+export interface ClaimedDelivery {
+  id: number | string;
+  attempts: number;
+  webhook_id: string;
+  url: string;
+  secret: string;
+  failing_since: string | Date | null;
+  event_id: string;
+  program_id: string;
+  type: string;
+  data: string;
+  created_at: string | Date;
+  sequence: number | string | null;
+}
+
+/**
+ * Takes up to `limit` due deliveries for this worker: marks them with a lease that another
+ * worker honours until it expires (so a worker that dies mid-send only delays them). On
+ * PostgreSQL, SKIP LOCKED lets concurrent workers take disjoint batches without waiting; on
+ * SQLite the single writer makes the UPDATE atomic. Oldest first, so one endpoint receives
+ * its events in sequence order where possible.
+ */
+export async function claimDueDeliveries(db: Db, options: { now: string; leaseId: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]> {
+  const pg = dialectOf(db as unknown as Kysely<unknown>) === 'postgres';
+  const { now, leaseId, leaseUntil, limit } = options;
+  const claimed = await db
+    .updateTable('webhook_deliveries')
+    .set({ lease_id: leaseId, lease_expires_at: leaseUntil })
+    .where('id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('webhook_deliveries as d')
+        .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+        .innerJoin('events as e', 'e.id', 'd.event_id')
+        .select('d.id')
+        .where('d.state', '=', 'pending')
+        .where('d.next_attempt_at', '<=', now)
+        .where((w) => w.or([w('d.lease_expires_at', 'is', null), w('d.lease_expires_at', '<', now)]))
+        .where('w.disabled_at', 'is', null)
+        .where('e.sequence', 'is not', null)
+        .orderBy('d.next_attempt_at')
+        .orderBy('d.id')
+        .limit(limit);
+      if (pg) due = due.forUpdate('d').skipLocked();
+      return due;
+    })
+    .returning('id')
+    .execute();
+  if (claimed.length === 0) return [];
+  // Read back by primary key (the ids the UPDATE returned), never by scanning for the lease.
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .select(['d.id', 'd.attempts', 'd.webhook_id', 'w.url', 'w.secret', 'w.failing_since', 'e.id as event_id', 'e.program_id', 'e.type', 'e.data', 'e.created_at', 'e.sequence'])
+    .where('d.id', 'in', claimed.map((c) => c.id))
+    .orderBy('d.id')
+    .execute() as Promise<ClaimedDelivery[]>;
+}
+
+export interface DeliveryOutcome {
+  delivery: ClaimedDelivery;
+  attempt: Omit<Insertable<WebhookAttemptsTable>, 'id' | 'delivery_id' | 'webhook_id' | 'event_id'>;
+  /** delivered; retry at `nextAttemptAt`; failed for good; or the endpoint answered 410. */
+  result: { kind: 'delivered' } | { kind: 'retry'; nextAttemptAt: string } | { kind: 'failed' } | { kind: 'gone' };
+}
+
+/**
+ * Stores a batch of attempts and their consequences in one transaction. Each delivery is
+ * updated only while this worker's lease is on it, so a late answer after the lease expired
+ * (and another worker took over) does not overwrite the newer state.
+ */
+export async function recordOutcomes(tx: Tx, leaseId: string, outcomes: DeliveryOutcome[], now: string, disableFailingSince: string): Promise<void> {
+  const delivered = outcomes.filter((o) => o.result.kind === 'delivered').map((o) => o.delivery.id);
+  for (let i = 0; i < delivered.length; i += 500) {
+    await tx
+      .updateTable('webhook_deliveries')
+      .set((eb) => ({ state: 'delivered', attempts: eb('attempts', '+', 1), lease_id: null, lease_expires_at: null, updated_at: now }))
+      .where('id', 'in', delivered.slice(i, i + 500))
+      .where('lease_id', '=', leaseId)
+      .execute();
+  }
+  for (const { delivery, result } of outcomes) {
+    if (result.kind === 'retry' || result.kind === 'failed') {
+      await tx
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          state: result.kind === 'failed' ? 'failed' : 'pending',
+          attempts: eb('attempts', '+', 1),
+          next_attempt_at: result.kind === 'retry' ? result.nextAttemptAt : now,
+          lease_id: null,
+          lease_expires_at: null,
+          updated_at: now,
+        }))
+        .where('id', '=', delivery.id)
+        .where('lease_id', '=', leaseId)
+        .execute();
+    }
+  }
+  const attempts = outcomes
+    .filter((o) => o.result.kind !== 'gone')
+    .map((o) => ({ ...o.attempt, delivery_id: o.delivery.id, webhook_id: o.delivery.webhook_id, event_id: o.delivery.event_id }));
+  for (let i = 0; i < attempts.length; i += 500) await tx.insertInto('webhook_attempts').values(attempts.slice(i, i + 500)).execute();
+
+  // Per endpoint: a success ends a failing run; a failure starts one, and a run as long as the
+  // disable threshold disables the endpoint; 410 Gone removes the subscription.
+  const byWebhook = new Map<string, DeliveryOutcome['result']['kind'][]>();
+  for (const o of outcomes) byWebhook.set(o.delivery.webhook_id, [...(byWebhook.get(o.delivery.webhook_id) ?? []), o.result.kind]);
+  for (const [webhookId, kinds] of byWebhook) {
+    if (kinds.includes('gone')) {
+      await tx.deleteFrom('webhooks').where('id', '=', webhookId).execute();
+    } else if (kinds.includes('delivered')) {
+      await tx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).where('failing_since', 'is not', null).execute();
+    } else {
+      await tx.updateTable('webhooks').set({ failing_since: now }).where('id', '=', webhookId).where('failing_since', 'is', null).execute();
+      const disabled = await tx
+        .updateTable('webhooks')
+        .set({ disabled_at: now, updated_at: now })
+        .where('id', '=', webhookId)
+        .where('disabled_at', 'is', null)
+        .where('failing_since', '<=', disableFailingSince)
+        .executeTakeFirst();
+      // Its queue waits out of the due index, so claims never wade through it.
+      if (disabled.numUpdatedRows > 0n) {
+        await tx.updateTable('webhook_deliveries').set({ state: 'held', updated_at: now }).where('webhook_id', '=', webhookId).where('state', '=', 'pending').execute();
+      }
+    }
+  }
+}

@@ -1,0 +1,61 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AppServices } from '../../app-services.ts';
+import { errorResponses } from '../../http/schemas.ts';
+import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { CreatedWebhookSchema, CreateWebhookBody, DeleteWebhookQuery, WebhookSchema, WebhooksQuery } from './webhook.schema.ts';
+import { createWebhook, deleteWebhook, getWebhookPage, serializeWebhook } from './webhook.service.ts';
+
+// Subscriptions as automation tools make them (REST hooks): subscribe when a Zap is turned on,
+// unsubscribe when it is turned off. No verification handshake (CONTRACT.md).
+export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
+  app.post(
+    '/webhooks',
+    {
+      schema: {
+        tags: ['Webhooks'],
+        summary: 'Subscribe a URL to events; the answer carries the signing secret, shown once',
+        body: CreateWebhookBody,
+        response: { 201: CreatedWebhookSchema, ...errorResponses() },
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(
+        await createWebhook(db, request.auth.program, request.body, { allowPrivate: config.webhookAllowPrivateUrls, tokenId: request.auth.tokenId }),
+      ),
+  );
+
+  app.get(
+    '/webhooks',
+    {
+      schema: {
+        tags: ['Webhooks'],
+        summary: "List the program's webhook subscriptions (newest first; secrets are never shown again)",
+        querystring: WebhooksQuery,
+        response: { 200: Type.Array(WebhookSchema), ...errorResponses() },
+      },
+    },
+    async (request, reply) => {
+      const page = parsePageRequest(request.query);
+      const rows = finishPage(request, reply, config.siteUrl, await getWebhookPage(db, request.auth.program, page), page);
+      return rows.map(serializeWebhook);
+    },
+  );
+
+  app.delete(
+    '/webhooks',
+    {
+      schema: {
+        tags: ['Webhooks'],
+        summary: 'Unsubscribe: the id in the query (?id=) or in a JSON body ({"id": …})',
+        querystring: DeleteWebhookQuery,
+        response: { 200: WebhookSchema, ...errorResponses(404) },
+      },
+    },
+    async (request) => {
+      const body = request.body as { id?: unknown } | undefined;
+      const id = request.query.id ?? (body && typeof body === 'object' ? (body.id as string | undefined) : undefined);
+      return deleteWebhook(db, request.auth.program, id);
+    },
+  );
+};

@@ -1,0 +1,60 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DateTime, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
+import { EVENT_TYPES } from '../events/outbox.ts';
+
+export const EventTypeFilter = Type.Union([Type.Literal('*'), ...EVENT_TYPES.map((t) => Type.Literal(t))], {
+  description: 'an event type, or * for every type',
+});
+
+const WebhookFields = {
+  id: Uuid,
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+};
+
+/** A subscription as GET lists it: never its secret. */
+export const WebhookSchema = Type.Object(
+  {
+    ...WebhookFields,
+    createdAt: DateTime,
+    disabledAt: Nullable(DateTime),
+  },
+  { title: 'Webhook' },
+);
+export type Webhook = Static<typeof WebhookSchema>;
+
+/** The answer to POST /webhooks: the only time the secret is shown. */
+export const CreatedWebhookSchema = Type.Object(
+  { ...WebhookFields, secret: Type.String({ description: 'whsec_…, shown once: verifies the webhook-signature header' }), createdAt: DateTime },
+  { title: 'CreatedWebhook' },
+);
+export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
+
+export const CreateWebhookBody = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 2000, description: 'https URL that receives the events' }),
+  events: Type.Array(EventTypeFilter, { minItems: 1, maxItems: 50, description: 'event types, or ["*"]' }),
+});
+export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const WebhooksQuery = Type.Object({ ...ListQuery });
+
+export const DeleteWebhookQuery = Type.Object({ id: Type.Optional(Uuid) });
+
+/** One event as polling returns it and webhooks deliver it. */
+export const EventEnvelopeSchema = Type.Object(
+  {
+    id: Type.String({ description: 'evt_…; the webhook-id header of its deliveries' }),
+    type: Type.String(),
+    timestamp: DateTime,
+    programId: Uuid,
+    sequence: Type.Integer({ description: 'grows with every event; resume with ?after=' }),
+    data: Type.Unknown({ description: 'the resource exactly as the API returns it' }),
+  },
+  { title: 'Event' },
+);
+
+export const EventsQuery = Type.Object({
+  after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0, description: 'the sequence of the last event seen' })),
+  type: Type.Optional(Type.String({ maxLength: 1000, description: 'one event type, or several separated by commas' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'page size, 1 to 1000' })),
+});

@@ -1,0 +1,163 @@
+import { nowIso, toIso, toIsoOrNull } from '../../domain/clock.ts';
+import { isUuid, newId } from '../../domain/ids.ts';
+import { inTransaction, type Db } from '../../db/transaction.ts';
+import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import type { PageRequest } from '../../db/keyset.ts';
+import { recordEvent } from '../events/outbox.ts';
+import type { ProgramContext } from '../programs/program.service.ts';
+import { newSigningSecret } from './signature.ts';
+import { assertPublicHost, parseWebhookUrl, UnsafeUrlError } from './url-guard.ts';
+import {
+  countWebhooks,
+  deleteWebhookRow,
+  findWebhook,
+  insertDelivery,
+  insertWebhook,
+  listAttempts,
+  listWebhooks,
+  requeueDeliveries,
+  setWebhookEnabled,
+  webhookDeliveryStats,
+  type WebhookRow,
+} from './webhook.repository.ts';
+import type { CreatedWebhook, CreateWebhookBody, Webhook } from './webhook.schema.ts';
+
+/** Subscriptions per program: each event costs one delivery per subscription. */
+export const MAX_WEBHOOKS_PER_PROGRAM = 100;
+
+export function serializeWebhook(row: WebhookRow): Webhook {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    createdAt: toIso(row.created_at),
+    disabledAt: toIsoOrNull(row.disabled_at),
+  };
+}
+
+/** Checks a webhook URL as the contract asks: https and a public host, unless the operator allows private ones. */
+export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promise<string> {
+  try {
+    const url = parseWebhookUrl(raw.trim(), allowPrivate);
+    if (!allowPrivate) await assertPublicHost(url);
+    return url.toString();
+  } catch (error) {
+    if (error instanceof UnsafeUrlError) {
+      throw new ApiError('validation_failed', `The webhook URL is refused: it ${error.message}.`, [{ pointer: '#/url', detail: error.message }]);
+    }
+    throw error;
+  }
+}
+
+/** Subscribes a URL to event types (REST hooks). `tokenId`: the API token that subscribed, if any. */
+export async function createWebhook(
+  db: Db,
+  program: ProgramContext,
+  body: CreateWebhookBody,
+  options: { allowPrivate: boolean; tokenId: string | null },
+): Promise<CreatedWebhook> {
+  const url = await checkWebhookUrl(body.url, options.allowPrivate);
+  const types = [...new Set(body.events)];
+  if (types.includes('*') && types.length > 1) throw invalidField('#/events', 'use ["*"] alone, or name the event types');
+  if ((await countWebhooks(db, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
+    throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
+  }
+  const now = nowIso();
+  const row = {
+    id: newId(),
+    program_id: program.id,
+    url,
+    events: JSON.stringify(types),
+    secret: newSigningSecret(),
+    token_id: options.tokenId,
+    failing_since: null,
+    disabled_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  const created = { id: row.id, url, events: types, secret: row.secret, createdAt: now };
+  // In a transaction, so that an Idempotency-Key's response commits with the subscription.
+  return inTransaction(db, async (tx) => {
+    await insertWebhook(tx, row);
+    return created;
+  });
+}
+
+export function getWebhookPage(db: Db, program: ProgramContext, page: PageRequest) {
+  return listWebhooks(db, program.id, page);
+}
+
+export async function getWebhook(db: Db, programId: string, id: string): Promise<WebhookRow> {
+  const row = isUuid(id) ? await findWebhook(db, programId, id.toLowerCase()) : undefined;
+  if (!row) throw notFound('Webhook');
+  return row;
+}
+
+export async function deleteWebhook(db: Db, program: ProgramContext, id: string | undefined): Promise<Webhook> {
+  if (id === undefined) throw invalidField('#/id', 'is required (in the query or the body)');
+  if (typeof id !== 'string' || !isUuid(id)) throw invalidField('#/id', 'must be a webhook id (a UUID)');
+  const row = await deleteWebhookRow(db, program.id, id.toLowerCase());
+  if (!row) throw notFound('Webhook');
+  return serializeWebhook(row);
+}
+
+export async function enableWebhook(db: Db, programId: string, id: string): Promise<void> {
+  await getWebhook(db, programId, id);
+  await setWebhookEnabled(db, programId, id.toLowerCase(), nowIso());
+}
+
+/** Sends a `webhook.test` event to this one endpoint (not to the program's other subscriptions). */
+export async function sendTestEvent(db: Db, programId: string, id: string): Promise<string> {
+  const webhook = await getWebhook(db, programId, id);
+  return inTransaction(db, async (tx) => {
+    const now = nowIso();
+    const eventId = await recordEvent(tx, programId, 'webhook.test', { webhookId: webhook.id, url: webhook.url, message: 'A test event sent from the Tandem dashboard.', sentAt: now });
+    await insertDelivery(tx, webhook.id, eventId, now);
+    return eventId;
+  });
+}
+
+/** Sends one event to the endpoint again, whatever its state. */
+export async function replayEvent(db: Db, programId: string, webhookId: string, eventId: string): Promise<void> {
+  const webhook = await getWebhook(db, programId, webhookId);
+  if ((await requeueDeliveries(db, webhook.id, { eventId }, nowIso())) === 0) throw notFound('A delivery of this event to this webhook');
+}
+
+/** Sends again every delivery that failed for good since an instant; returns how many. */
+export async function replayFailedSince(db: Db, programId: string, webhookId: string, since: string): Promise<number> {
+  const webhook = await getWebhook(db, programId, webhookId);
+  return requeueDeliveries(db, webhook.id, { failedSince: since }, nowIso());
+}
+
+// ---- the dashboard's Webhooks page ---------------------------------------------------------
+
+/** A subscription with how many of its deliveries wait (pending) and how many gave up (failed). */
+export type WebhookWithCounts = WebhookRow & { pending: number; failed: number };
+
+/** A page of the program's subscriptions, newest first, each with its delivery counts. */
+export async function getWebhookPageWithCounts(db: Db, program: ProgramContext, page: PageRequest): Promise<WebhookWithCounts[]> {
+  const rows = await listWebhooks(db, program.id, page);
+  const stats = await webhookDeliveryStats(db, rows.map((r) => r.id));
+  return rows.map((row) => ({ ...row, ...(stats.get(row.id) ?? { pending: 0, failed: 0 }) }));
+}
+
+/** One subscription of the program with its delivery counts; 404 when the program has no such webhook. */
+export async function getWebhookWithCounts(db: Db, programId: string, id: string): Promise<WebhookWithCounts> {
+  const row = await getWebhook(db, programId, id);
+  const stats = await webhookDeliveryStats(db, [row.id]);
+  return { ...row, ...(stats.get(row.id) ?? { pending: 0, failed: 0 }) };
+}
+
+/**
+ * A page of one subscription's attempts, newest first, with each event's type; 404 when the
+ * program has no such webhook. A cursor is checked as the columns it is compared with (an
+ * integer id, a timestamp in stored form), so a forged one is a 422, never a database error.
+ */
+export async function getAttemptPage(db: Db, programId: string, webhookId: string, page: PageRequest) {
+  const webhook = await getWebhook(db, programId, webhookId);
+  const { after } = page;
+  if (after === undefined) return listAttempts(db, webhook.id, page);
+  const time = Date.parse(after.createdAt);
+  if (!/^\d{1,18}$/.test(String(after.id)) || !(time >= 0 && time < Date.UTC(10_000, 0))) throw invalidField('#/cursor', 'is not a cursor this service issued');
+  return listAttempts(db, webhook.id, { ...page, after: { createdAt: new Date(time).toISOString(), id: after.id } });
+}
