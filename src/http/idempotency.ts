@@ -4,6 +4,7 @@ import { nowIso, toIso } from '../domain/clock.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { withBeforeCommit, type Db, type Tx } from '../db/transaction.ts';
 import { ApiError } from '../domain/errors.ts';
+import { IDEMPOTENCY_KEPT_MS } from '../modules/maintenance/purge-expired.ts';
 
 // Idempotency-Key on POST and PUT (Stripe's model, made crash-safe as Brandur Leach describes).
 // The first request with a key claims it (a unique insert, so this holds across processes).
@@ -20,7 +21,6 @@ declare module 'fastify' {
   }
 }
 
-const KEPT_MS = 24 * 60 * 60 * 1000;
 const MAX_KEY_LENGTH = 255;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -45,7 +45,7 @@ async function claimKey(db: Db, programId: string, key: string, requestHash: str
     const row = await db.selectFrom('idempotency_keys').selectAll().where('program_id', '=', programId).where('key', '=', key).executeTakeFirst();
     if (!row) continue; // released or expired meanwhile: claim again
     const createdAt = toIso(row.created_at);
-    if (Date.parse(createdAt) < Date.now() - KEPT_MS) {
+    if (Date.parse(createdAt) < Date.now() - IDEMPOTENCY_KEPT_MS) {
       await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', key).where('created_at', '=', createdAt).execute();
       continue;
     }
@@ -77,11 +77,6 @@ function storeResponse(db: Db | Tx, programId: string, key: string, status: numb
     .execute();
 }
 
-/** Deletes expired keys now and then, so the table stays small without a scheduler. */
-async function purgeExpiredKeys(db: Db): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('created_at', '<', new Date(Date.now() - KEPT_MS).toISOString()).execute();
-}
-
 /** What identifies "the same request" for a key: method, route and the parsed body. */
 export function idempotencyRequestHash(method: string, route: string, body: unknown): string {
   return createHash('sha256').update(`${method} ${route}\n${JSON.stringify(body ?? null)}`).digest('hex');
@@ -104,7 +99,6 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
       throw new ApiError('validation_failed', `The Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} characters.`);
     }
     const requestHash = idempotencyRequestHash(request.method, request.routeOptions.url ?? request.url, request.body);
-    if (Math.random() < 0.01) await purgeExpiredKeys(db);
     const claim = await claimKey(db, request.auth.program.id, key, requestHash, leaseMs);
     switch (claim.kind) {
       case 'claimed':

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
+import { purgeExpired } from '../maintenance/purge-expired.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { envelopeJson, hasUnsequencedEvents, purgeEventsBefore, sequenceEvents } from '../events/outbox.ts';
 import { signatureHeader } from './signature.ts';
@@ -259,6 +260,8 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     const cutoff = new Date(now - config.eventRetentionDays * 86_400_000).toISOString();
     const purged = await purgeEventsBefore(db, cutoff);
     if (purged > 0) log.debug({ purged, cutoff }, 'purged old events');
+    const expired = await purgeExpired(db, new Date(now));
+    log.debug(expired, 'purged expired sessions, connect codes and idempotency keys');
   }
 
   async function loop() {

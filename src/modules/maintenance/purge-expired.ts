@@ -1,0 +1,50 @@
+import type { Db } from '../../db/transaction.ts';
+
+/** How long a stored Idempotency-Key answer is replayed (docs/api.md). */
+export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
+
+/** Rows deleted per statement: a big backlog is purged in short statements, never one long lock. */
+const BATCH = 5000;
+
+export interface PurgedCounts {
+  sessions: number;
+  authorizationCodes: number;
+  idempotencyKeys: number;
+}
+
+/**
+ * Deletes what has expired: browser sessions past their expiry, connect-flow authorization
+ * codes past theirs (used or not: a used code is kept until then so a replay is still
+ * recognised), and Idempotency-Key records older than their 24 hours. Run by the worker.
+ */
+export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
+  const nowIso = now.toISOString();
+  const idempotencyCutoff = new Date(now.getTime() - IDEMPOTENCY_KEPT_MS).toISOString();
+  return {
+    sessions: await inBatches(db, 'sessions', 'id_hash', 'expires_at', nowIso),
+    authorizationCodes: await inBatches(db, 'authorization_codes', 'code_hash', 'expires_at', nowIso),
+    idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff),
+  };
+}
+
+async function inBatches(
+  db: Db,
+  table: 'sessions' | 'authorization_codes' | 'idempotency_keys',
+  key: 'id_hash' | 'code_hash' | 'key',
+  column: 'expires_at' | 'created_at',
+  before: string,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    // `key` alone may not be unique (idempotency keys are per program); the time bound keeps
+    // the delete to expired rows either way.
+    const result = await db
+      .deleteFrom(table)
+      .where(column, '<', before)
+      .where(key, 'in', (eb) => eb.selectFrom(table).select(key).where(column, '<', before).limit(BATCH))
+      .executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    total += deleted;
+    if (deleted < BATCH) return total;
+  }
+}
