@@ -31,6 +31,8 @@ export interface Config {
   readonly eventRetentionDays: number;
   /** A running Idempotency-Key not completed within this many ms is taken over by a retry. */
   readonly idempotencyLeaseMs: number;
+  /** A valid bearer token's lookup is reused this many ms (0: every request looks it up). */
+  readonly tokenCacheMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -109,5 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookDisableAfterMs: overrides.webhookDisableAfterMs ?? parseDurations('WEBHOOK_DISABLE_AFTER', env.WEBHOOK_DISABLE_AFTER || '5d')[0]!,
     eventRetentionDays: overrides.eventRetentionDays ?? integer(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
     idempotencyLeaseMs: overrides.idempotencyLeaseMs ?? integer(env, 'IDEMPOTENCY_LEASE_MS', 30_000, 1000, 3_600_000),
+    tokenCacheMs: overrides.tokenCacheMs ?? integer(env, 'TOKEN_CACHE_MS', 5000, 0, 60_000),
   });
 }

@@ -19,12 +19,28 @@ export function withBeforeCommit<T>(hook: BeforeCommit, fn: () => T): T {
   return beforeCommitHooks.run(hook, fn);
 }
 
+const afterCommitCallbacks = new WeakMap<Tx, (() => void)[]>();
+
+/**
+ * Runs `callback` once `tx` has committed (never if it rolls back): for what must not see the
+ * change before other connections can, such as dropping a cache entry the change makes stale.
+ */
+export function afterCommit(tx: Tx, callback: () => void): void {
+  const callbacks = afterCommitCallbacks.get(tx);
+  if (callbacks) callbacks.push(callback);
+  else callback(); // not opened by inTransaction: the caller commits; run now rather than never
+}
+
 /** The one way to run several statements atomically: commits on return, rolls back on throw. */
-export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
   const beforeCommit = beforeCommitHooks.getStore();
-  return db.transaction().execute(async (tx) => {
-    const result = await work(tx);
-    if (beforeCommit) await beforeCommit(tx, result);
-    return result;
+  const committed: (() => void)[] = [];
+  const result = await db.transaction().execute(async (tx) => {
+    afterCommitCallbacks.set(tx, committed);
+    const value = await work(tx);
+    if (beforeCommit) await beforeCommit(tx, value);
+    return value;
   });
+  for (const callback of committed) callback();
+  return result;
 }

@@ -17,11 +17,11 @@ function bearerToken(request: FastifyRequest): string | null {
 }
 
 /** Every route in `scope` needs a valid bearer token; the request then carries its program. */
-export function requireBearerToken(scope: FastifyInstance, db: Db): void {
+export function requireBearerToken(scope: FastifyInstance, db: Db, cacheMs: number): void {
   scope.decorateRequest('auth', null as unknown as Authenticated);
   scope.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request);
-    const auth = token === null ? null : await authenticateToken(db, token);
+    const auth = token === null ? null : await authenticateToken(db, token, cacheMs);
     if (!auth) {
       const detail = token === null ? 'Send the header Authorization: Bearer <token>.' : 'The bearer token is unknown or revoked.';
       return sendProblem(reply, problem(request, 401, 'unauthorized', detail));

@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, setProgramCommissionRate, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -157,7 +157,7 @@ describe('affiliates', () => {
     it('tracks the program default when the affiliate has no rate of its own', async () => {
       const client = await t.createTenant({ commissionRate: 10 });
       const a = await create(client);
-      await rawDb(t).updateTable('programs').set({ default_commission_rate: 150_000 }).where('id', '=', client.programId).execute();
+      await setProgramCommissionRate(t, client.programId, 15);
       const got = await client.get(`/affiliates?id=${a.id}`);
       assert.equal(got.body.commissionRate, 15);
     });

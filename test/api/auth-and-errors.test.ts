@@ -207,6 +207,21 @@ describe('authentication', () => {
     await assert.rejects(revokeToken(db, key.id));
   });
 
+  it('a token revoked by another process (straight in the database) is refused once TOKEN_CACHE_MS has passed', async () => {
+    const cached = await startTestServer({ tokenCacheMs: 400 });
+    try {
+      const tenant = await cached.createTenant();
+      assert.equal((await tenant.get('/me')).status, 200);
+      // What another process's revocation looks like from here: the row changes, this cache is not dropped.
+      await rawDb(cached).updateTable('api_tokens').set({ revoked_at: new Date().toISOString() }).where('program_id', '=', tenant.programId).execute();
+      assert.equal((await tenant.get('/me')).status, 200, 'answered from the cache within its lifetime');
+      await new Promise((r) => setTimeout(r, 450));
+      assertUnauthorized(await tenant.get('/me'));
+    } finally {
+      await cached.close();
+    }
+  });
+
   it('a 401 writes nothing', async () => {
     const before = await writeState(t, api.programId);
     const stranger = apiClient(t.url, `tdm_${randomBytes(32).toString('base64url')}`, api.programId);

@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, setProgramCommissionRate, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem, nextPath } from '../helpers/api-assertions.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -371,7 +371,7 @@ describe('sales', () => {
       assert.equal(Number((await saleRow(s2.id)).commission), 1500);
 
       // Rates change later: new sales take the new rate, stored sales keep theirs.
-      await rawDb(t).updateTable('programs').set({ default_commission_rate: 125_000 }).where('id', '=', client.programId).execute();
+      await setProgramCommissionRate(t, client.programId, 12.5);
       await rawDb(t).updateTable('affiliates').set({ commission_rate: 50_000 }).where('id', '=', withRate.id).execute();
       const s3 = await sale(client, { referralId: r2.id, totalEarned: 100 });
       assert.equal(s3.commissionRate, 12.5);

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import type { AppOptions } from '../../src/app-services.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
-import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { createProgram, findUserProgram, updateProgram } from '../../src/modules/programs/program.service.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
@@ -111,4 +111,12 @@ export function apiClient(baseUrl: string, token: string, programId: string): Ap
 /** Reads one row straight from the database, to assert stored state. */
 export function rawDb(test: TestServer) {
   return test.server.database.db;
+}
+
+/** Changes a program's default commission rate the way the dashboard's settings form does. */
+export async function setProgramCommissionRate(test: TestServer, programId: string, commissionRate: number): Promise<void> {
+  const db = rawDb(test);
+  const { owner_user_id: userId } = await db.selectFrom('programs').select('owner_user_id').where('id', '=', programId).executeTakeFirstOrThrow();
+  const program = (await findUserProgram(db, userId, programId))!;
+  await updateProgram(db, userId, programId, { ...program, commissionRate });
 }

@@ -2,16 +2,17 @@ import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import type { ColumnSet } from '../../db/joined-rows.ts';
 
-export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null };
+export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
 
-/** Affiliates with their primary link string; every query is scoped to one program. */
+/** Affiliates with their primary link (string and id); every query is scoped to one program. */
 function selectAffiliates(db: Db | Tx, programId: string) {
   return db
     .selectFrom('affiliates as a')
     .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
     .selectAll('a')
-    .select('l.link')
+    .select(['l.link', 'l.id as primary_link_id'])
     .where('a.program_id', '=', programId);
 }
 
@@ -21,6 +22,13 @@ export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: str
   if (filter.emailKey !== undefined) q = q.where('a.email_key', '=', filter.emailKey);
   return q.executeTakeFirst();
 }
+
+/** Every affiliate column, for reading an affiliate beside another table (joined-rows.ts). */
+export const AFFILIATE_COLUMNS: ColumnSet<AffiliatesTable> = {
+  id: true, program_id: true, first_name: true, last_name: true, email: true, email_key: true, email_verified: true, image: true,
+  payout_email: true, payment_method: true, commission_rate: true, status: true, number_of_referred_users: true, number_of_clicks: true,
+  total_commission_earned: true, created_at: true, updated_at: true,
+};
 
 export function listAffiliates(db: Db, programId: string, page: PageRequest) {
   return pageQuery(selectAffiliates(db, programId), 'a', page).execute();

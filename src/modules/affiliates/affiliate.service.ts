@@ -21,7 +21,7 @@ export function effectiveRate(row: Pick<AffiliateRow, 'commission_rate'>, progra
   return row.commission_rate === null ? program.defaultCommissionRate : Number(row.commission_rate);
 }
 
-export function serializeAffiliate(row: AffiliateRow, program: ProgramContext): Affiliate {
+export function serializeAffiliate(row: Omit<AffiliateRow, 'primary_link_id'>, program: ProgramContext): Affiliate {
   return {
     id: row.id,
     firstName: row.first_name,

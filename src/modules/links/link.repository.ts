@@ -52,16 +52,6 @@ export function listLinksOfAffiliate(db: Db | Tx, programId: string, affiliateId
     .execute();
 }
 
-export function findPrimaryLinkId(db: Db | Tx, affiliateId: string) {
-  return db
-    .selectFrom('affiliate_links')
-    .select('id')
-    .where('affiliate_id', '=', affiliateId)
-    .where('is_primary', '=', 1)
-    .executeTakeFirst()
-    .then((row) => row?.id ?? null);
-}
-
 export async function insertLink(tx: Tx, row: LinkRow): Promise<void> {
   await tx.insertInto('affiliate_links').values(row).execute();
 }

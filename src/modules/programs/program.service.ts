@@ -6,6 +6,7 @@ import type { Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
 import { invalidField, notFound } from '../../domain/errors.ts';
+import { forgetCachedTokens } from '../tokens/token-cache.ts';
 
 /** What every API request knows about the token's program. */
 export interface ProgramContext {
@@ -171,5 +172,6 @@ export async function updateProgram(db: Db, userId: string, programId: string, i
     throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);
   }
   await db.updateTable('programs').set({ ...changes, updated_at: nowIso() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+  forgetCachedTokens(); // a token's cached answer carries its program's settings
   return (await findUserProgram(db, userId, programId))!;
 }

@@ -3,17 +3,14 @@ import type { Tx } from '../../db/transaction.ts';
 import { ApiError, notFound, type ErrorCode } from '../../domain/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
-import { findCouponsByIds, findCode, incrementCodeRedemptions, incrementCouponRedemptions, type CodeRow, type CouponRow } from './promotional-code.repository.ts';
-import { serializeCodes } from './promotional-code.serializer.ts';
+import { findCodeWithRelations, incrementCodeRedemptions, incrementCouponRedemptions, type CodeWithRelations } from './promotional-code.repository.ts';
+import { serializeCodeWithRelations } from './promotional-code.serializer.ts';
 
 // The redemption rules of CONTRACT.md. Every check that reads state runs first and names its
 // reason; the limits are then enforced again by the atomic conditional increments, so two
 // racing requests can never both take the last redemption.
 
-export interface RedeemableCode {
-  code: CodeRow;
-  coupon: CouponRow;
-}
+export type RedeemableCode = CodeWithRelations;
 
 export interface RedemptionAttempt {
   /** The affiliate the referral or sale is credited to. */
@@ -31,10 +28,8 @@ function reject(code: ErrorCode, detail: string): ApiError {
 }
 
 export async function findRedeemableCode(tx: Tx, program: ProgramContext, code: string): Promise<RedeemableCode> {
-  const row = await findCode(tx, program.id, { code });
-  if (!row) throw notFound(`Promotional code "${code}"`);
-  const [coupon] = await findCouponsByIds(tx, program.id, [row.coupon_id]);
-  const found = { code: row, coupon: coupon! };
+  const found = await findCodeWithRelations(tx, program.id, { code });
+  if (!found) throw notFound(`Promotional code "${code}"`);
   // The rules about the code and its coupon come first (docs/api.md), before the caller
   // looks for an affiliate to credit through the code.
   checkCodeUsable(found);
@@ -78,14 +73,11 @@ export function checkRedemption(found: RedeemableCode, attempt: RedemptionAttemp
 export async function redeemPromoCode(tx: Tx, program: ProgramContext, found: RedeemableCode, attempt: RedemptionAttempt): Promise<void> {
   checkRedemption(found, attempt);
   const { code, coupon } = found;
-  if (!(await incrementCodeRedemptions(tx, code.id))) {
-    throw reject('promo_code_exhausted', `The promotional code "${code.code}" has reached its ${code.max_redemptions} redemptions.`);
-  }
-  if (!(await incrementCouponRedemptions(tx, coupon.id))) {
-    throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
-  }
-  // Read back: concurrent redemptions may have moved the count further than our +1.
-  const redeemed = (await findCode(tx, program.id, { id: code.id }))!;
-  const [data] = await serializeCodes(tx, program, [redeemed]);
-  await recordEvent(tx, program.id, 'promotional_code.redeemed', data);
+  const codeCount = await incrementCodeRedemptions(tx, code.id);
+  if (!codeCount) throw reject('promo_code_exhausted', `The promotional code "${code.code}" has reached its ${code.max_redemptions} redemptions.`);
+  const couponCount = await incrementCouponRedemptions(tx, coupon.id);
+  if (!couponCount) throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
+  // The counts the increments returned: concurrent redemptions may have moved them past our +1.
+  const redeemed = { ...found, code: { ...code, ...codeCount }, coupon: { ...coupon, ...couponCount } };
+  await recordEvent(tx, program.id, 'promotional_code.redeemed', serializeCodeWithRelations(redeemed, program));
 }

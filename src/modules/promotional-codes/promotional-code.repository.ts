@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { CouponsTable, PromotionalCodesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { prefixedColumns, splitPrefixed, type ColumnSet } from '../../db/joined-rows.ts';
 
 export type CodeRow = Selectable<PromotionalCodesTable>;
 export type CouponRow = Selectable<CouponsTable>;
@@ -11,6 +12,8 @@ export interface CodeAffiliateRow {
   last_name: string;
   email: string;
 }
+
+export type RedemptionCount = Pick<CodeRow, 'times_redeemed'>;
 
 export function codeKey(code: string): string {
   return code.toLowerCase();
@@ -36,6 +39,37 @@ function selectCodes(db: Db | Tx, programId: string, filter: CodeFilter) {
 
 export function findCode(db: Db | Tx, programId: string, filter: CodeFilter) {
   return selectCodes(db, programId, filter).executeTakeFirst();
+}
+
+const COUPON_COLUMNS: ColumnSet<CouponsTable> = {
+  id: true, program_id: true, name: true, external_id: true, coupon_type: true, percent_off: true, amount_off: true, currency: true,
+  duration: true, duration_in_months: true, max_redemptions: true, times_redeemed: true, limit_to_products: true, product_ids: true,
+  valid: true, redeem_by: true, integration_type: true, created_at: true, updated_at: true,
+};
+
+export interface CodeWithRelations {
+  code: CodeRow;
+  coupon: CouponRow;
+  /** The code's affiliate (first and last name, e-mail), when it has one. */
+  affiliate: CodeAffiliateRow | undefined;
+}
+
+/** A code with its coupon and affiliate, in one statement. */
+export async function findCodeWithRelations(db: Db | Tx, programId: string, filter: CodeFilter): Promise<CodeWithRelations | undefined> {
+  const row = (await selectCodes(db, programId, filter)
+    .innerJoin('coupons as c', 'c.id', 'pc.coupon_id')
+    .leftJoin('affiliates as a', 'a.id', 'pc.affiliate_id')
+    .select(prefixedColumns('c', COUPON_COLUMNS, 'coupon__') as never)
+    .select(['a.first_name as affiliate__first_name', 'a.last_name as affiliate__last_name', 'a.email as affiliate__email'])
+    .executeTakeFirst()) as Record<string, unknown> | undefined;
+  if (!row) return undefined;
+  const [coupon, rest] = splitPrefixed(row, 'coupon__');
+  const [affiliate, code] = splitPrefixed(rest, 'affiliate__');
+  return {
+    code: code as CodeRow,
+    coupon: coupon as CouponRow,
+    affiliate: affiliate.email == null ? undefined : ({ id: code.affiliate_id, ...affiliate } as CodeAffiliateRow),
+  };
 }
 
 export function listCodes(db: Db, programId: string, filter: CodeFilter, page: PageRequest) {
@@ -80,25 +114,26 @@ export async function updateCode(tx: Tx, id: string, changes: Partial<Omit<CodeR
 /**
  * The atomic step of redemption: increments only while below the limit, in one statement,
  * so concurrent requests (in any number of processes) can never exceed it.
- * Returns false when the limit was already reached.
+ * Returns the count after it (concurrent redemptions may have moved it further than our +1),
+ * or undefined when the limit was already reached.
  */
-export async function incrementCodeRedemptions(tx: Tx, codeId: string): Promise<boolean> {
-  const result = await tx
+export async function incrementCodeRedemptions(tx: Tx, codeId: string): Promise<RedemptionCount | undefined> {
+  return tx
     .updateTable('promotional_codes')
     .set((eb) => ({ times_redeemed: eb('times_redeemed', '+', 1) }))
     .where('id', '=', codeId)
     .where((eb) => eb.or([eb('max_redemptions', 'is', null), eb('times_redeemed', '<', eb.ref('max_redemptions'))]))
+    .returning('times_redeemed')
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }
 
 /** The same atomic step for the coupon-wide limit shared by all of its codes. */
-export async function incrementCouponRedemptions(tx: Tx, couponId: string): Promise<boolean> {
-  const result = await tx
+export async function incrementCouponRedemptions(tx: Tx, couponId: string): Promise<RedemptionCount | undefined> {
+  return tx
     .updateTable('coupons')
     .set((eb) => ({ times_redeemed: eb('times_redeemed', '+', 1) }))
     .where('id', '=', couponId)
     .where((eb) => eb.or([eb('max_redemptions', 'is', null), eb('times_redeemed', '<', eb.ref('max_redemptions'))]))
+    .returning('times_redeemed')
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }

@@ -9,6 +9,7 @@ import {
   listCodesOfCoupons,
   type CodeAffiliateRow,
   type CodeRow,
+  type CodeWithRelations,
   type CouponRow,
 } from './promotional-code.repository.ts';
 import type { Coupon, NestedPromotionalCode, PromotionalCode } from './promotional-code.schema.ts';
@@ -73,6 +74,11 @@ function serializeCodeFields(row: CodeRow, affiliate: CodeAffiliateRow | undefin
 async function affiliatesById(db: Db | Tx, programId: string, codes: CodeRow[]) {
   const ids = [...new Set(codes.map((c) => c.affiliate_id).filter((id): id is string => id !== null))];
   return new Map((await findCodeAffiliates(db, programId, ids)).map((a) => [a.id, a]));
+}
+
+/** Serializes a code read with its coupon and affiliate (findCodeWithRelations): no query. */
+export function serializeCodeWithRelations({ code, coupon, affiliate }: CodeWithRelations, program: ProgramContext): PromotionalCode {
+  return { ...serializeCodeFields(code, affiliate, program), coupon: serializeNestedCoupon(coupon) };
 }
 
 /** Serializes code rows with their coupon and affiliate, in three queries whatever the count. */

@@ -12,8 +12,8 @@ import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { findCoupon } from '../coupons/coupon.repository.ts';
-import { codeKey, findCode, insertCode, listCodes, updateCode, type CodeFilter, type CodeRow } from './promotional-code.repository.ts';
-import { serializeCodes } from './promotional-code.serializer.ts';
+import { codeKey, findCode, findCodeWithRelations, insertCode, listCodes, updateCode, type CodeFilter, type CodeRow } from './promotional-code.repository.ts';
+import { serializeCodes, serializeCodeWithRelations } from './promotional-code.serializer.ts';
 import type { CreatePromotionalCodeBody, PromotionalCode, UpdatePromotionalCodeBody } from './promotional-code.schema.ts';
 
 // Unambiguous characters only (no 0/O, 1/I/L), so customers can read generated codes aloud.
@@ -156,9 +156,9 @@ async function resolveCodeQuery(db: Db, program: ProgramContext, query: CodeQuer
 
 export async function getPromotionalCode(db: Db, program: ProgramContext, query: CodeQuery): Promise<PromotionalCode> {
   const filter = await resolveCodeQuery(db, program, query);
-  const row = filter && (await findCode(db, program.id, filter));
-  if (!row) throw notFound('Promotional code');
-  return serializeOne(db, program, row);
+  const found = filter && (await findCodeWithRelations(db, program.id, filter));
+  if (!found) throw notFound('Promotional code');
+  return serializeCodeWithRelations(found, program);
 }
 
 /** A list page; filters naming nobody give an empty page. */

@@ -2,6 +2,8 @@ import type { Selectable } from 'kysely';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
+import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 
 export type ReferralRow = Selectable<ReferralsTable>;
 
@@ -21,6 +23,30 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter)
 
 export function findReferral(db: Db | Tx, programId: string, filter: ReferralFilter) {
   return selectReferrals(db, programId, filter).executeTakeFirst();
+}
+
+/**
+ * A referral with the affiliate it credits (and that affiliate's primary link), in one
+ * statement: what a sale for a known customer needs.
+ */
+export async function findReferralWithAffiliate(
+  db: Db | Tx,
+  programId: string,
+  filter: { id: string } | { emailKey: string },
+): Promise<{ referral: ReferralRow; affiliate: AffiliateRow } | undefined> {
+  let q = db
+    .selectFrom('referrals as r')
+    .innerJoin('affiliates as a', 'a.id', 'r.affiliate_id')
+    .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
+    .selectAll('r')
+    .select(prefixedColumns('a', AFFILIATE_COLUMNS, 'affiliate__') as never)
+    .select(['l.link as affiliate__link', 'l.id as affiliate__primary_link_id'])
+    .where('r.program_id', '=', programId);
+  q = 'id' in filter ? q.where('r.id', '=', filter.id) : q.where('r.email_key', '=', filter.emailKey);
+  const row = (await q.executeTakeFirst()) as Record<string, unknown> | undefined;
+  if (!row) return undefined;
+  const [affiliate, referral] = splitPrefixed(row, 'affiliate__');
+  return { referral: referral as ReferralRow, affiliate: affiliate as AffiliateRow };
 }
 
 export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest) {

@@ -8,7 +8,7 @@ import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
-import { addToLinkCounters, findLink, findPrimaryLinkId } from '../links/link.repository.ts';
+import { addToLinkCounters, findLink } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferral, insertReferral, listReferrals, type ReferralFilter, type ReferralRow } from './referral.repository.ts';
 import type { CreateReferralBody, Referral } from './referral.schema.ts';
@@ -31,15 +31,15 @@ export interface Credit {
   linkId: string | null;
 }
 
-async function creditThroughPrimaryLink(tx: Tx, affiliate: AffiliateRow): Promise<Credit> {
-  return { affiliate, linkId: await findPrimaryLinkId(tx, affiliate.id) };
+function creditThroughPrimaryLink(affiliate: AffiliateRow): Credit {
+  return { affiliate, linkId: affiliate.primary_link_id };
 }
 
 /** Resolves a value that is an affiliate id or one of an affiliate's link strings; null when neither. */
 export async function findCreditByIdOrLink(tx: Tx, program: ProgramContext, value: string): Promise<Credit | null> {
   if (isUuid(value)) {
     const affiliate = await findAffiliate(tx, program.id, { id: value.toLowerCase() });
-    if (affiliate) return creditThroughPrimaryLink(tx, affiliate);
+    if (affiliate) return creditThroughPrimaryLink(affiliate);
   }
   const link = await findLink(tx, program.id, { link: value });
   if (!link) return null;
@@ -53,7 +53,7 @@ export async function findCreditByCode(tx: Tx, program: ProgramContext, found: R
   if (!affiliate) {
     throw new ApiError('promo_code_not_assigned', `The promotional code "${found.code.code}" is not assigned to an affiliate, so nobody can be credited.`);
   }
-  return creditThroughPrimaryLink(tx, affiliate);
+  return creditThroughPrimaryLink(affiliate);
 }
 
 /** Inserts a referred customer and counts it on the affiliate and link; records referral.created. */
@@ -108,7 +108,7 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
     } else if (body.affiliateEmail !== undefined) {
       const affiliate = await findAffiliate(tx, program.id, { emailKey: normaliseEmail(body.affiliateEmail).key });
       if (!affiliate) throw notFound('Affiliate');
-      credit = await creditThroughPrimaryLink(tx, affiliate);
+      credit = creditThroughPrimaryLink(affiliate);
     } else {
       credit = await findCreditByCode(tx, program, code!);
     }

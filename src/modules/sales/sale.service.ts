@@ -8,11 +8,11 @@ import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
-import { addToAffiliateCounters, findAffiliate } from '../affiliates/affiliate.repository.ts';
+import { addToAffiliateCounters } from '../affiliates/affiliate.repository.ts';
 import { effectiveRate } from '../affiliates/affiliate.service.ts';
 import { addToLinkCounters } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
-import { findReferral, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
+import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
 import { findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
 import { customerHasSale, findSale, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
 import type { CreateSaleBody, Sale } from './sale.schema.ts';
@@ -42,22 +42,22 @@ interface Customer {
  * referralId (a referral, an affiliate id or a link), then email, then promoCode.
  */
 async function findCustomer(tx: Tx, program: ProgramContext, body: CreateSaleBody): Promise<Customer> {
-  const byEmail = () => (body.email === undefined ? undefined : findReferral(tx, program.id, { emailKey: normaliseEmail(body.email).key }));
+  // A known customer is read with the affiliate it credits, in one statement.
+  const known = async (filter: { id: string } | { emailKey: string }): Promise<Customer | undefined> => {
+    const found = await findReferralWithAffiliate(tx, program.id, filter);
+    return found && { referral: found.referral, credit: { affiliate: found.affiliate, linkId: found.referral.link_id } };
+  };
+  const byEmail = () => (body.email === undefined ? undefined : known({ emailKey: normaliseEmail(body.email).key }));
   if (body.referralId !== undefined) {
-    const referral = isUuid(body.referralId) ? await findReferral(tx, program.id, { id: body.referralId.toLowerCase() }) : undefined;
-    if (referral) return { referral };
+    const customer = isUuid(body.referralId) ? await known({ id: body.referralId.toLowerCase() }) : undefined;
+    if (customer) return customer;
     const credit = await findCreditByIdOrLink(tx, program, body.referralId);
     if (!credit) throw notFound('A referral, affiliate or link matching referralId');
-    return { referral: await byEmail(), credit };
+    return { referral: (await byEmail())?.referral, credit };
   }
-  const referral = await byEmail();
-  if (!referral && body.promoCode === undefined) throw notFound(`A referral with e-mail ${body.email}`);
-  return { referral };
-}
-
-async function creditOfReferral(tx: Tx, program: ProgramContext, referral: ReferralRow): Promise<Credit> {
-  const affiliate = (await findAffiliate(tx, program.id, { id: referral.affiliate_id }))!;
-  return { affiliate, linkId: referral.link_id };
+  const customer = await byEmail();
+  if (!customer && body.promoCode === undefined) throw notFound(`A referral with e-mail ${body.email}`);
+  return customer ?? {};
 }
 
 export async function createSale(db: Db, program: ProgramContext, body: CreateSaleBody): Promise<Sale> {
@@ -70,7 +70,7 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
   return inTransaction(db, async (tx) => {
     const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
     let { referral, credit } = await findCustomer(tx, program, body);
-    credit ??= referral ? await creditOfReferral(tx, program, referral) : await findCreditByCode(tx, program, code!);
+    credit ??= await findCreditByCode(tx, program, code!);
 
     // firstTimeOrder: lock the customer first, so that the check sees any concurrent first order.
     if (referral && code?.code.first_time_order) await lockReferral(tx, referral.id);

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { nowIso, toIso } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
-import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { afterCommit, inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { cacheAuth, cachedAuth, cacheGeneration, forgetCachedTokens } from './token-cache.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -64,6 +65,7 @@ export async function revokeTokenIfActive(tx: Tx, tokenId: string): Promise<bool
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
   await deleteWebhooksOfToken(tx, tokenId);
+  afterCommit(tx, forgetCachedTokens);
   return result.numUpdatedRows > 0n;
 }
 
@@ -72,22 +74,31 @@ export interface Authenticated {
   program: ProgramContext;
 }
 
-/** Resolves a presented bearer token to its program, or null when unknown or revoked. */
-export async function authenticateToken(db: Db, token: string): Promise<Authenticated | null> {
+/**
+ * Resolves a presented bearer token to its program, or null when unknown or revoked. A valid
+ * token's answer is reused for `cacheMs` (token-cache.ts); 0 looks it up every time.
+ */
+export async function authenticateToken(db: Db, token: string, cacheMs = 0): Promise<Authenticated | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
+  const tokenHash = hashToken(token);
+  const startedAt = Date.now();
+  const cached = cacheMs > 0 ? cachedAuth(tokenHash, startedAt) : null;
+  if (cached) return cached;
+  const generation = cacheGeneration();
   const row = await db
     .selectFrom('api_tokens as t')
     .innerJoin('programs as p', 'p.id', 't.program_id')
     .select(['t.id as token_id', 't.last_used_at', 'p.id', 'p.name', 'p.currency', 'p.default_commission_rate', 'p.base_urls', 'p.referral_param'])
-    .where('t.token_hash', '=', hashToken(token))
+    .where('t.token_hash', '=', tokenHash)
     .where('t.revoked_at', 'is', null)
     .executeTakeFirst();
   if (!row) return null;
-  const now = Date.now();
-  if (row.last_used_at === null || now - Date.parse(toIso(row.last_used_at)) > LAST_USED_RESOLUTION_MS) {
-    await db.updateTable('api_tokens').set({ last_used_at: new Date(now).toISOString() }).where('id', '=', row.token_id).execute();
+  if (row.last_used_at === null || startedAt - Date.parse(toIso(row.last_used_at)) > LAST_USED_RESOLUTION_MS) {
+    await db.updateTable('api_tokens').set({ last_used_at: new Date(startedAt).toISOString() }).where('id', '=', row.token_id).execute();
   }
-  return { tokenId: row.token_id, program: toProgramContext(row) };
+  const auth = { tokenId: row.token_id, program: toProgramContext(row) };
+  if (cacheMs > 0) cacheAuth(tokenHash, auth, startedAt + cacheMs, generation);
+  return auth;
 }
 
 export type TokenKind = 'api_key' | 'connect';
@@ -133,8 +144,8 @@ export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>
 
 /**
  * Revokes an active token of this program and kind (the dashboard's Revoke buttons): a token of
- * another program, of the other kind, or already revoked is "not found". Effective on the next
- * API call, which looks the token up again.
+ * another program, of the other kind, or already revoked is "not found". Effective on this
+ * process's next API call (the token cache is dropped on commit).
  */
 export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string): Promise<void> {
   if (!isUuid(tokenId)) throw notFound('An active token with this id');
@@ -149,5 +160,6 @@ export async function revokeProgramToken(db: Db, programId: string, kind: TokenK
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
     await deleteWebhooksOfToken(tx, tokenId);
+    afterCommit(tx, forgetCachedTokens);
   });
 }
