@@ -57,7 +57,7 @@ const P99_TARGET_MS = postgres ? 30 : 20;
 const SCALING_TARGET = 1.5;
 /** N processes on POST /sales must reach this multiple of one process's req/s. */
 const PROCESS_SCALING_TARGET = 1.5;
-const RSS_TARGET_MB = 200;
+const RSS_TARGET_MB = 150;
 
 // ---------------------------------------------------------------- rounds
 
