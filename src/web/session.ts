@@ -154,7 +154,22 @@ export function requireCsrfOnUnsafeMethods(scope: FastifyInstance): void {
   });
 }
 
-/** A local path to return to after login; anything else (other sites, `//host`) becomes /dashboard. */
+const LOCAL = 'http://tandem.invalid';
+
+/**
+ * A path on this site to return to after login; anything else becomes /dashboard. The value is
+ * resolved the way a browser would and must stay on the same origin: control characters
+ * (browsers drop tabs and newlines, so `/\t/evil.example` is `//evil.example`), backslashes
+ * (read as slashes) and paths that normalise to `//host` (`/.//evil.example`) are refused.
+ */
 export function safeNextPath(next: unknown): string {
-  return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : '/dashboard';
+  if (typeof next !== 'string' || next.length > 2000 || !next.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(next)) return '/dashboard';
+  let url: URL;
+  try {
+    url = new URL(next, LOCAL);
+  } catch {
+    return '/dashboard';
+  }
+  const path = url.pathname + url.search + url.hash;
+  return url.origin === LOCAL && !path.startsWith('//') ? path : '/dashboard';
 }

@@ -82,6 +82,25 @@ describe('dashboard: access', () => {
     assert.equal(login.location, `${program.base}/sales`);
   });
 
+  it('after login, follows `next` only to a path of this site, whatever the encoding trick', async () => {
+    // The issue's example, through the login form: to a browser `/<tab>/evil.example` is `//evil.example`.
+    const login = await new WebClient(test.url).logIn(owner.email, 'a long password', '/\t/evil.example');
+    assert.equal(login.location, '/dashboard');
+    // Each of these is, to a browser, a way to another host (tabs and newlines are dropped,
+    // backslashes read as slashes, dot segments normalised away). A logged-in GET /login?next=
+    // takes the same check without spending the login limit.
+    const user = new WebClient(test.url);
+    await user.logIn(owner.email, 'a long password');
+    const tricks = ['//evil.example', '/\n/evil.example', '/\\evil.example', '/.//evil.example', '/%2e//evil.example', '/a/../..//evil.example', 'https://evil.example/', ' /evil', '/\u0000/evil.example'];
+    for (const next of tricks) {
+      const response = await user.get(`/login?next=${encodeURIComponent(next)}`);
+      assert.equal(response.location, '/dashboard', JSON.stringify(next));
+    }
+    // An encoded tab stays an encoded tab: a path on this site.
+    assert.equal((await user.get(`/login?next=${encodeURIComponent('/%09/evil.example')}`)).location, '/%09/evil.example');
+    assert.equal((await user.get(`/login?next=${encodeURIComponent(`${program.base}/sales?x=1`)}`)).location, `${program.base}/sales?x=1`);
+  });
+
   it("answers 404 for another user's program, on every page and form, and changes nothing", async () => {
     const paths = ['', '/affiliates', '/affiliates/new', '/referrals', '/sales', '/coupons', '/coupons/new', '/keys', '/apps', '/settings'];
     for (const path of paths) {
