@@ -156,6 +156,14 @@ export function requireCsrfOnUnsafeMethods(scope: FastifyInstance): void {
 
 const LOCAL = 'http://tandem.invalid';
 
+function hasControlOrBackslash(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f || c === 0x5c) return true;
+  }
+  return false;
+}
+
 /**
  * A path on this site to return to after login; anything else becomes /dashboard. The value is
  * resolved the way a browser would and must stay on the same origin: control characters
@@ -163,7 +171,7 @@ const LOCAL = 'http://tandem.invalid';
  * (read as slashes) and paths that normalise to `//host` (`/.//evil.example`) are refused.
  */
 export function safeNextPath(next: unknown): string {
-  if (typeof next !== 'string' || next.length > 2000 || !next.startsWith('/') || /[\u0000-\u001f\u007f\\]/.test(next)) return '/dashboard';
+  if (typeof next !== 'string' || next.length > 2000 || !next.startsWith('/') || hasControlOrBackslash(next)) return '/dashboard';
   let url: URL;
   try {
     url = new URL(next, LOCAL);
