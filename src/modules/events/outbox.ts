@@ -3,6 +3,7 @@ import { nowIso, toIso } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { timestampValue } from '../../db/dialect.ts';
+import { deleteInBatches } from '../../db/batched-delete.ts';
 
 /** Every event type of CONTRACT.md; a subscription may name any of them before it first occurs. */
 export const EVENT_TYPES = [
@@ -156,19 +157,16 @@ export function listEventsAfter(db: Db, programId: string, query: { after: numbe
  * program and a batch at a time, over the (program_id, created_at) index every event already
  * has, so no index is kept on every event for a job that runs every few minutes.
  */
-export async function purgeEventsBefore(db: Db, cutoff: string, batch = 5000): Promise<number> {
+export async function purgeEventsBefore(db: Db, cutoff: string): Promise<number> {
   let total = 0;
   const programs = await db.selectFrom('programs').select('id').execute();
   for (const { id: programId } of programs) {
-    for (;;) {
-      const result = await db
+    total += await deleteInBatches((limit) =>
+      db
         .deleteFrom('events')
-        .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('program_id', '=', programId).where('created_at', '<', cutoff).limit(batch))
-        .executeTakeFirst();
-      const n = Number(result.numDeletedRows);
-      total += n;
-      if (n < batch) break;
-    }
+        .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('program_id', '=', programId).where('created_at', '<', cutoff).limit(limit))
+        .executeTakeFirst(),
+    );
   }
   return total;
 }

@@ -1,10 +1,8 @@
 import type { Db } from '../../db/transaction.ts';
+import { deleteInBatches } from '../../db/batched-delete.ts';
 
 /** How long a stored Idempotency-Key answer is replayed (docs/api.md). */
 export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
-
-/** Rows deleted per statement: a big backlog is purged in short statements, never one long lock. */
-const BATCH = 5000;
 
 export interface PurgedCounts {
   sessions: number;
@@ -27,24 +25,20 @@ export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
   };
 }
 
-async function inBatches(
+function inBatches(
   db: Db,
   table: 'sessions' | 'authorization_codes' | 'idempotency_keys',
   key: 'id_hash' | 'code_hash' | 'key',
   column: 'expires_at' | 'created_at',
   before: string,
 ): Promise<number> {
-  let total = 0;
-  for (;;) {
-    // `key` alone may not be unique (idempotency keys are per program); the time bound keeps
-    // the delete to expired rows either way.
-    const result = await db
+  // `key` alone may not be unique (idempotency keys are per program); the time bound keeps
+  // the delete to expired rows either way.
+  return deleteInBatches((limit) =>
+    db
       .deleteFrom(table)
       .where(column, '<', before)
-      .where(key, 'in', (eb) => eb.selectFrom(table).select(key).where(column, '<', before).limit(BATCH))
-      .executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    total += deleted;
-    if (deleted < BATCH) return total;
-  }
+      .where(key, 'in', (eb) => eb.selectFrom(table).select(key).where(column, '<', before).limit(limit))
+      .executeTakeFirst(),
+  );
 }

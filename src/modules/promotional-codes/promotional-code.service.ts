@@ -13,7 +13,7 @@ import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { findCoupon } from '../coupons/coupon.repository.ts';
 import { codeKey, findCode, findCodeWithRelations, insertCode, listCodes, updateCode, type CodeFilter, type CodeRow } from './promotional-code.repository.ts';
-import { serializeCodes, serializeCodeWithRelations } from './promotional-code.serializer.ts';
+import { serializeCodeWithRelations } from './promotional-code.serializer.ts';
 import type { CreatePromotionalCodeBody, PromotionalCode, UpdatePromotionalCodeBody } from './promotional-code.schema.ts';
 
 // Unambiguous characters only (no 0/O, 1/I/L), so customers can read generated codes aloud.
@@ -66,8 +66,9 @@ async function explainConflict(db: Db, program: ProgramContext, row: CodeRow): P
   throw conflict(`The promotional code "${row.code}" already exists in this program.`);
 }
 
+/** A code as the API returns it, read back with its coupon and affiliate in one statement. */
 async function serializeOne(db: Db | Tx, program: ProgramContext, row: CodeRow): Promise<PromotionalCode> {
-  return (await serializeCodes(db, program, [row]))[0]!;
+  return serializeCodeWithRelations((await findCodeWithRelations(db, program.id, { id: row.id }))!, program);
 }
 
 export async function createPromotionalCode(db: Db, program: ProgramContext, body: CreatePromotionalCodeBody): Promise<PromotionalCode> {
