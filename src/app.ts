@@ -25,6 +25,17 @@ import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
 import { webRoutes } from './web/web.ts';
 
+/**
+ * Fastify's own hop count trusts nothing (it cannot check the peer), so a count is a function
+ * trusting the first N addresses from the socket inwards, as Express does: right only when the
+ * balancer is the sole way in.
+ */
+function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (trust === false) return false;
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return [...trust];
+}
+
 export async function buildApp(config: Config, database: DatabaseHandle, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
@@ -40,6 +51,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     requestIdHeader: false,
     genReqId: () => crypto.randomUUID(),
     return503OnClosing: true,
+    // request.ip is the client behind a trusted balancer, not the balancer (docs/deploy.md).
+    trustProxy: trustProxyOption(config.trustProxy),
   }).withTypeProvider<TypeBoxTypeProvider>();
   const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
 
@@ -73,7 +86,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
           // Counted right after authentication (a route-level onRequest hook runs after the
           // bearer-token hook), so every authenticated request counts, invalid ones included.
           hook: 'onRequest',
-          keyGenerator: (request) => request.auth.tokenId,
+          // Per program, not per token: minting keys does not multiply the limit.
+          keyGenerator: (request) => request.auth.program.id,
           enableDraftSpec: true,
           errorResponseBuilder: (_request, context) =>
             Object.assign(new ApiError('rate_limited', `Rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}.`), {

@@ -1,12 +1,13 @@
 // Configuration is read from the environment once, validated, and frozen.
 // Nothing else in the codebase reads process.env (enforced by eslint).
+import { isIP } from 'node:net';
 
 export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
   readonly siteUrl: string;
-  /** Requests per token per minute; 0 disables the limit. */
+  /** Requests per program (all its tokens together) per minute; 0 disables the limit. */
   readonly rateLimitPerMinute: number;
   readonly logLevel: string;
   /** Largest accepted request body, in bytes. */
@@ -33,6 +34,11 @@ export interface Config {
   readonly idempotencyLeaseMs: number;
   /** A valid bearer token's lookup is reused this many ms (0: every request looks it up). */
   readonly tokenCacheMs: number;
+  /**
+   * Which proxies in front of Tandem to believe about the client's address (X-Forwarded-For):
+   * false (none, the default), a hop count, or a list of addresses and CIDR ranges.
+   */
+  readonly trustProxy: false | number | readonly string[];
 }
 
 export class ConfigError extends Error {}
@@ -71,6 +77,28 @@ function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean
   if (['1', 'on', 'true', 'yes'].includes(raw)) return true;
   if (['0', 'off', 'false', 'no'].includes(raw)) return false;
   throw new ConfigError(`${name} must be on or off (or 1 / 0), got "${raw}"`);
+}
+
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/** TRUST_PROXY: off (default), a hop count (1 = the one balancer in front), or addresses/CIDRs. */
+export function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
+  if (raw === undefined || raw === '' || raw === 'off' || raw === 'false' || raw === '0') return false;
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    if (!isAddressOrCidr(entry) && !PROXY_RANGE_NAMES.includes(entry)) {
+      throw new ConfigError(`TRUST_PROXY must be off, a hop count, or addresses/CIDRs separated by commas (or ${PROXY_RANGE_NAMES.join(', ')}), got "${entry}"`);
+    }
+  }
+  return Object.freeze(entries);
 }
 
 /** 11 retries over about 3 days (73.6 h), as the contract asks. */
@@ -112,5 +140,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     eventRetentionDays: overrides.eventRetentionDays ?? integer(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
     idempotencyLeaseMs: overrides.idempotencyLeaseMs ?? integer(env, 'IDEMPOTENCY_LEASE_MS', 30_000, 1000, 3_600_000),
     tokenCacheMs: overrides.tokenCacheMs ?? integer(env, 'TOKEN_CACHE_MS', 5000, 0, 60_000),
+    trustProxy: overrides.trustProxy ?? parseTrustProxy(env.TRUST_PROXY),
   });
 }

@@ -26,6 +26,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },
+  { name: 'attempt_counters', key: ['key'] },
 ];
 
 /** Tables of the schema that are not copied row by row: the migrator's own, and outbox_state (its one value is set after the copy). */

@@ -4,6 +4,7 @@ import * as idempotencyKeys from './migrations/2026-11-22T0400-idempotency-keys.
 import * as webAccountsAndConnect from './migrations/2026-11-22T0500-web-accounts-and-connect.ts';
 import * as webhooks from './migrations/2026-11-23T0100-webhooks.ts';
 import * as idempotencyLease from './migrations/2026-11-23T0200-idempotency-lease.ts';
+import * as attemptCounters from './migrations/2026-11-23T0300-attempt-counters.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-22T0500-web-accounts-and-connect': webAccountsAndConnect,
   '2026-11-23T0100-webhooks': webhooks,
   '2026-11-23T0200-idempotency-lease': idempotencyLease,
+  '2026-11-23T0300-attempt-counters': attemptCounters,
 };
 
 export class MigrationError extends Error {}

@@ -291,6 +291,14 @@ export interface AuthorizationCodesTable {
   created_at: Timestamp;
 }
 
+/** A fixed-window counter of attempts (login, sign-up, password change) for one key. */
+export interface AttemptCountersTable {
+  /** What is counted and for whom, e.g. `login:address:203.0.113.7` or `login:account:<sha-256 of the e-mail>`. */
+  key: string;
+  window_started_at: Timestamp;
+  count: number;
+}
+
 export interface Database {
   users: UsersTable;
   programs: ProgramsTable;
@@ -310,4 +318,5 @@ export interface Database {
   sessions: SessionsTable;
   integrations: IntegrationsTable;
   authorization_codes: AuthorizationCodesTable;
+  attempt_counters: AttemptCountersTable;
 }

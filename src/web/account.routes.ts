@@ -4,6 +4,7 @@ import { ApiError } from '../domain/errors.ts';
 import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
 import { html } from './html.ts';
 import { csrfField, field, renderPage } from './layout.ts';
+import { countFailedAttempt, throttleAttempt } from './attempt-throttle.ts';
 import { endUserSessions, ensureSession, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
@@ -12,9 +13,7 @@ type Form = Record<string, string | undefined>;
 // account takes as long as one for a known account (no enumeration by timing).
 const decoyHash = hashPassword('decoy password that never matches');
 
-const LOGIN_LIMIT = { max: 10, timeWindow: 60_000 };
-
-export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
 
   function authPage(reply: FastifyReply, session: WebSession, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
@@ -53,11 +52,15 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
     return authPage(reply, await ensureSession(db, config, request, reply), 'login', request.query as Form);
   });
 
-  app.post('/login', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+  app.post('/login', async (request, reply) => {
     const values = form(request);
+    await throttleAttempt(db, clock, request, reply, 'login', values.email);
     const user = values.email ? await findUserByEmail(db, values.email) : undefined;
     const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
-    if (!user || !ok) return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
+    if (!user || !ok) {
+      if (values.email) await countFailedAttempt(db, clock, values.email);
+      return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
+    }
     await logIn(db, config, request, reply, { id: user.id, email: user.email });
     return reply.redirect(safeNextPath(values.next), 303);
   });
@@ -67,14 +70,16 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
     return authPage(reply, await ensureSession(db, config, request, reply), 'signup', request.query as Form);
   });
 
-  app.post('/signup', { config: { rateLimit: LOGIN_LIMIT } }, async (request, reply) => {
+  app.post('/signup', async (request, reply) => {
     const values = form(request);
+    await throttleAttempt(db, clock, request, reply, 'signup', values.email);
     try {
       const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' });
       await logIn(db, config, request, reply, { id: user.id, email: user.email });
       return reply.redirect(safeNextPath(values.next), 303);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
+      if (values.email) await countFailedAttempt(db, clock, values.email);
       // The same message whether or not the e-mail is taken would hide typos from honest users;
       // sign-up necessarily reveals that an account exists, so say so plainly but generically.
       const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
@@ -116,17 +121,19 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
     if (!request.session?.user) return reply.redirect('/login', 303);
   };
 
-  app.post('/account/password', { config: { rateLimit: LOGIN_LIMIT }, onRequest: requireLogin }, async (request, reply) => {
+  app.post('/account/password', { onRequest: requireLogin }, async (request, reply) => {
     const values = form(request);
     const session = request.session as WebSession & { user: NonNullable<WebSession['user']> };
+    await throttleAttempt(db, clock, request, reply, 'password', session.user.email);
     const user = await findUserByEmail(db, session.user.email);
     if (!user || !(await verifyPassword(values.current ?? '', user.password_hash))) {
+      await countFailedAttempt(db, clock, session.user.email);
       return passwordPage(reply, session, { kind: 'error', text: 'The current password is incorrect.' }, 401);
     }
     if ((values.password ?? '').length < MIN_PASSWORD_LENGTH) {
       return passwordPage(reply, session, { kind: 'error', text: `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.` }, 422);
     }
-    await db.updateTable('users').set({ password_hash: await hashPassword(values.password!), updated_at: new Date().toISOString() }).where('id', '=', user.id).execute();
+    await db.updateTable('users').set({ password_hash: await hashPassword(values.password!), updated_at: clock().toISOString() }).where('id', '=', user.id).execute();
     await endUserSessions(db, user.id);
     const fresh = await logIn(db, config, request, reply, session.user);
     return passwordPage(reply, fresh, { kind: 'ok', text: 'Password changed. Other sessions were logged out.' });

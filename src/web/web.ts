@@ -3,7 +3,6 @@ import type { FastifyPluginAsync } from 'fastify';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import staticFiles from '@fastify/static';
-import rateLimit from '@fastify/rate-limit';
 import type { AppServices } from '../app-services.ts';
 import { ApiError } from '../domain/errors.ts';
 import { html } from './html.ts';
@@ -18,12 +17,6 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
-  // Only routes that opt in (login, sign-up, password) are limited, per client address.
-  await app.register(rateLimit, {
-    global: false,
-    keyGenerator: (request) => request.ip,
-    errorResponseBuilder: (_request, context) => Object.assign(new Error(`Too many attempts. Try again in ${context.after}.`), { statusCode: 429 }),
-  });
   registerSessions(app, services.db);
   requireCsrfOnUnsafeMethods(app);
 

@@ -14,10 +14,14 @@ export interface WebResponse {
 export class WebClient {
   private readonly cookies = new Map<string, string>();
 
-  constructor(readonly baseUrl: string) {}
+  /** `headers` go on every request (a test behind a simulated proxy sends X-Forwarded-For). */
+  constructor(
+    readonly baseUrl: string,
+    private readonly extraHeaders: Record<string, string> = {},
+  ) {}
 
   async request(method: string, path: string, form?: Record<string, string>): Promise<WebResponse> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...this.extraHeaders };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
     const response = await fetch(new URL(path, this.baseUrl), { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });

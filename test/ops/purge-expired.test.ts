@@ -1,11 +1,11 @@
 // The worker deletes what has expired, so the tables the open internet can grow (sessions,
-// connect codes, idempotency records) stay bounded; fresh rows are kept.
+// connect codes, idempotency records, attempt counters) stay bounded; fresh rows are kept.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawDb, startTestServer } from '../helpers/test-server.ts';
 
 describe('purging expired rows', () => {
-  it('the worker deletes expired sessions, connect codes and day-old idempotency keys, and keeps the rest', async () => {
+  it('the worker deletes expired sessions, connect codes and day-old idempotency keys and ended attempt counters, and keeps the rest', async () => {
     const t = await startTestServer({ worker: false });
     try {
       const api = await t.createTenant();
@@ -45,6 +45,13 @@ describe('purging expired rows', () => {
         locked_at: null,
       });
       await db.insertInto('idempotency_keys').values([key('day-old', 25 * hour), key('fresh', hour)]).execute();
+      await db
+        .insertInto('attempt_counters')
+        .values([
+          { key: 'login:address:192.0.2.1', window_started_at: at(-2 * hour), count: 3 },
+          { key: 'login:address:192.0.2.2', window_started_at: at(-60_000), count: 3 },
+        ])
+        .execute();
 
       const { createDeliveryWorker } = await import('../../src/modules/webhooks/delivery-worker.ts');
       const worker = createDeliveryWorker({ db, config: t.config, clock: () => new Date(), log: { error: () => {}, warn: () => {}, debug: () => {} } });
@@ -61,6 +68,8 @@ describe('purging expired rows', () => {
       assert.deepEqual(codes, ['live-used']);
       const keys = (await db.selectFrom('idempotency_keys').select('key').where('program_id', '=', api.programId).execute()).map((r) => r.key);
       assert.deepEqual(keys, ['fresh']);
+      const counters = (await db.selectFrom('attempt_counters').select('key').execute()).map((r) => r.key);
+      assert.deepEqual(counters, ['login:address:192.0.2.2']);
     } finally {
       await t.close();
     }

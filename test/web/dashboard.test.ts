@@ -101,6 +101,37 @@ describe('dashboard: access', () => {
     assert.equal((await user.get(`/login?next=${encodeURIComponent(`${program.base}/sales?x=1`)}`)).location, `${program.base}/sales?x=1`);
   });
 
+  it('sends security headers on every page, allows no inline script, and keeps the cookie from scripts and other sites', async () => {
+    const anonymous = new WebClient(test.url);
+    const cookie = (await fetch(`${test.url}/login`)).headers.getSetCookie().find((c) => c.startsWith('tandem_session=')) ?? '';
+    assert.match(cookie, /; HttpOnly/i);
+    assert.match(cookie, /; SameSite=Lax/i);
+    assert.doesNotMatch(cookie, /; Secure/i, 'an http site cannot use a Secure cookie (the https case is in test/ops)');
+    const pages = [
+      ['anonymous', anonymous, '/login'],
+      ['anonymous', anonymous, '/signup'],
+      ['owner', owner, program.base],
+      ['owner', owner, `${program.base}/affiliates`],
+      ['owner', owner, `${program.base}/settings`],
+      ['owner', owner, `${program.base}/webhooks`],
+    ] as const;
+    for (const [who, client, path] of pages) {
+      const response = await client.get(path);
+      assert.equal(response.status, 200, `${who} ${path}`);
+      const csp = response.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /(^|; )script-src 'self'(;|$)/, `${path}: scripts only from this site`);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, `${path}: no inline or eval'd script`);
+      assert.match(csp, /frame-ancestors 'none'/, `${path}: never framed`);
+      assert.equal(response.headers.get('x-frame-options'), 'DENY', path);
+      assert.equal(response.headers.get('x-content-type-options'), 'nosniff', path);
+      assert.equal(response.headers.get('referrer-policy'), 'no-referrer', path);
+      assert.equal(response.headers.get('cache-control'), 'no-store', path);
+      // The CSP would block an inline script; make sure the pages do not rely on one.
+      assert.doesNotMatch(response.text, /<script(?![^>]*\bsrc=)[^>]*>/i, `${path}: every script is a file`);
+      assert.doesNotMatch(response.text, /\son[a-z]+="/i, `${path}: no inline event handlers`);
+    }
+  });
+
   it("answers 404 for another user's program, on every page and form, and changes nothing", async () => {
     const paths = ['', '/affiliates', '/affiliates/new', '/referrals', '/sales', '/coupons', '/coupons/new', '/keys', '/apps', '/settings'];
     for (const path of paths) {

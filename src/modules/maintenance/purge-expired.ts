@@ -1,5 +1,6 @@
 import type { Db } from '../../db/transaction.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
+import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
 
 /** How long a stored Idempotency-Key answer is replayed (docs/api.md). */
 export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
@@ -8,12 +9,14 @@ export interface PurgedCounts {
   sessions: number;
   authorizationCodes: number;
   idempotencyKeys: number;
+  attemptCounters: number;
 }
 
 /**
  * Deletes what has expired: browser sessions past their expiry, connect-flow authorization
  * codes past theirs (used or not: a used code is kept until then so a replay is still
- * recognised), and Idempotency-Key records older than their 24 hours. Run by the worker.
+ * recognised), Idempotency-Key records older than their 24 hours, and attempt counters whose
+ * window has ended. Run by the worker.
  */
 export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
   const nowIso = now.toISOString();
@@ -22,14 +25,15 @@ export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
     sessions: await inBatches(db, 'sessions', 'id_hash', 'expires_at', nowIso),
     authorizationCodes: await inBatches(db, 'authorization_codes', 'code_hash', 'expires_at', nowIso),
     idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff),
+    attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString()),
   };
 }
 
 function inBatches(
   db: Db,
-  table: 'sessions' | 'authorization_codes' | 'idempotency_keys',
+  table: 'sessions' | 'authorization_codes' | 'idempotency_keys' | 'attempt_counters',
   key: 'id_hash' | 'code_hash' | 'key',
-  column: 'expires_at' | 'created_at',
+  column: 'expires_at' | 'created_at' | 'window_started_at',
   before: string,
 ): Promise<number> {
   // `key` alone may not be unique (idempotency keys are per program); the time bound keeps

@@ -261,7 +261,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     const purged = await purgeEventsBefore(db, cutoff);
     if (purged > 0) log.debug({ purged, cutoff }, 'purged old events');
     const expired = await purgeExpired(db, new Date(now));
-    if (Object.values(expired).some((n) => n > 0)) log.debug(expired, 'purged expired sessions, connect codes and idempotency keys');
+    if (Object.values(expired).some((n) => n > 0)) log.debug(expired, 'purged expired sessions, connect codes, idempotency keys and attempt counters');
   }
 
   async function loop() {
