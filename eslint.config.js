@@ -12,6 +12,18 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.ts only.' }],
     },
   },
+  // "Now" comes from the injected clock (src/domain/clock.ts), so tests can move time.
+  {
+    files: ['src/**'],
+    ignores: ['src/domain/clock.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
+      ],
+    },
+  },
   { files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**'], rules: { 'no-restricted-properties': 'off' } },
   // Tests read arbitrary JSON bodies; typing every one would add noise, not safety.
   { files: ['test/**'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },

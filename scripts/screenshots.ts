@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
 import { createUser } from '../src/modules/users/user.service.ts';
 import { createProgram, programContextOf } from '../src/modules/programs/program.service.ts';
+import { systemClock } from '../src/domain/clock.ts';
 import { createWebhook } from '../src/modules/webhooks/webhook.service.ts';
 import { issueToken } from '../src/modules/tokens/token.service.ts';
 import { addIntegration } from '../src/modules/integrations/integration.service.ts';
@@ -47,7 +48,7 @@ async function seed() {
   await issueToken(db, { programId: program.id, name: 'Checkout webhook', kind: 'api_key', createdByUserId: user.id });
   const { token } = await issueToken(db, { programId: program.id, name: 'Zapier connection', kind: 'connect', integration: 'zapier', createdByUserId: user.id });
   await addIntegration(db, { name: 'zapier', displayName: 'Zapier', redirectUris: [TOOL_CALLBACK] });
-  const context = programContextOf(program);
+  const context = programContextOf(program, systemClock);
   const webhookOptions = { allowPrivate: true, tokenId: null };
   const orders = await createWebhook(db, context, { url: `${hooksOrigin}/hooks/orders`, events: ['sale.created', 'referral.created'] }, webhookOptions);
   const crm = await createWebhook(db, context, { url: `${hooksOrigin}/crm/tandem-events`, events: ['affiliate.created'] }, webhookOptions);

@@ -75,7 +75,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 3. The JSON API: bearer token, the per-token rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
-      requireBearerToken(api, services.db, config.tokenCacheMs);
+      requireBearerToken(api, services.db, config.tokenCacheMs, services.clock);
       // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
       // not a string that fails validation.
       api.removeContentTypeParser('text/plain');

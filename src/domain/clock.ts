@@ -1,14 +1,11 @@
 /**
- * Where "now" comes from for rules that expire (authorization codes). The app receives one
- * (AppServices.clock) so tests can move time forward instead of waiting.
+ * Where "now" comes from, for every timestamp written and every rule that expires. The app
+ * receives one (AppServices.clock) and hands it on (ProgramContext.clock, or a parameter), so
+ * tests can move time forward instead of waiting. Nothing else reads the system time
+ * (enforced by eslint).
  */
 export type Clock = () => Date;
 export const systemClock: Clock = () => new Date();
-
-/** Current time as stored and returned: ISO 8601 UTC with milliseconds. */
-export function nowIso(): string {
-  return new Date().toISOString();
-}
 
 /** Normalises a stored timestamp (text on SQLite, Date on PostgreSQL) to the API's form. */
 export function toIso(value: string | Date): string {

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Db } from '../db/transaction.ts';
+import type { Clock } from '../domain/clock.ts';
 import { authenticateToken, type Authenticated } from '../modules/tokens/token.service.ts';
 import { problem, sendProblem } from './error-handler.ts';
 
@@ -17,11 +18,11 @@ function bearerToken(request: FastifyRequest): string | null {
 }
 
 /** Every route in `scope` needs a valid bearer token; the request then carries its program. */
-export function requireBearerToken(scope: FastifyInstance, db: Db, cacheMs: number): void {
+export function requireBearerToken(scope: FastifyInstance, db: Db, cacheMs: number, clock: Clock): void {
   scope.decorateRequest('auth', null as unknown as Authenticated);
   scope.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request);
-    const auth = token === null ? null : await authenticateToken(db, token, cacheMs);
+    const auth = token === null ? null : await authenticateToken(db, token, cacheMs, clock);
     if (!auth) {
       const detail = token === null ? 'Send the header Authorization: Bearer <token>.' : 'The bearer token is unknown or revoked.';
       return sendProblem(reply, problem(request, 401, 'unauthorized', detail));

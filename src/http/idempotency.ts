@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { nowIso, toIso } from '../domain/clock.ts';
+import { toIso, type Clock } from '../domain/clock.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { withBeforeCommit, type Db, type Tx } from '../db/transaction.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -30,9 +30,10 @@ type Claim =
   | { kind: 'mismatch' }
   | { kind: 'replay'; status: number; type: string; body: string };
 
-async function claimKey(db: Db, programId: string, key: string, requestHash: string, leaseMs: number): Promise<Claim> {
+async function claimKey(db: Db, clock: Clock, programId: string, key: string, requestHash: string, leaseMs: number): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const now = nowIso();
+    const nowMs = clock().getTime();
+    const now = new Date(nowMs).toISOString();
     try {
       await db
         .insertInto('idempotency_keys')
@@ -45,14 +46,14 @@ async function claimKey(db: Db, programId: string, key: string, requestHash: str
     const row = await db.selectFrom('idempotency_keys').selectAll().where('program_id', '=', programId).where('key', '=', key).executeTakeFirst();
     if (!row) continue; // released or expired meanwhile: claim again
     const createdAt = toIso(row.created_at);
-    if (Date.parse(createdAt) < Date.now() - IDEMPOTENCY_KEPT_MS) {
+    if (Date.parse(createdAt) < nowMs - IDEMPOTENCY_KEPT_MS) {
       await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', key).where('created_at', '=', createdAt).execute();
       continue;
     }
     if (row.request_hash !== requestHash) return { kind: 'mismatch' };
     if (row.state === 'done') return { kind: 'replay', status: row.response_status!, type: row.response_type!, body: row.response_body! };
     const lockedAt = toIso(row.locked_at ?? row.created_at);
-    if (Date.parse(lockedAt) > Date.now() - leaseMs) return { kind: 'running' };
+    if (Date.parse(lockedAt) > nowMs - leaseMs) return { kind: 'running' };
     // Its request died before committing (a committed one would be "done"): take the key over,
     // conditionally, so that of several retries exactly one runs.
     const taken = await db
@@ -99,7 +100,7 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
       throw new ApiError('validation_failed', `The Idempotency-Key header must be 1 to ${MAX_KEY_LENGTH} characters.`);
     }
     const requestHash = idempotencyRequestHash(request.method, request.routeOptions.url ?? request.url, request.body);
-    const claim = await claimKey(db, request.auth.program.id, key, requestHash, leaseMs);
+    const claim = await claimKey(db, request.auth.program.clock, request.auth.program.id, key, requestHash, leaseMs);
     switch (claim.kind) {
       case 'claimed':
         request.idempotency = { key, stored: null };

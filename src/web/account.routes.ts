@@ -13,7 +13,8 @@ type Form = Record<string, string | undefined>;
 // account takes as long as one for a known account (no enumeration by timing).
 const decoyHash = hashPassword('decoy password that never matches');
 
-export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
+export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
+  const { db, clock } = services;
   const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
 
   function authPage(reply: FastifyReply, session: WebSession, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
@@ -49,7 +50,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
 
   app.get('/login', async (request, reply) => {
     if (request.session?.user) return reply.redirect(safeNextPath((request.query as Form).next));
-    return authPage(reply, await ensureSession(db, config, request, reply), 'login', request.query as Form);
+    return authPage(reply, await ensureSession(services, request, reply), 'login', request.query as Form);
   });
 
   app.post('/login', async (request, reply) => {
@@ -61,21 +62,21 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
       if (values.email) await countFailedAttempt(db, clock, values.email);
       return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
     }
-    await logIn(db, config, request, reply, { id: user.id, email: user.email });
+    await logIn(services, request, reply, { id: user.id, email: user.email });
     return reply.redirect(safeNextPath(values.next), 303);
   });
 
   app.get('/signup', async (request, reply) => {
     if (request.session?.user) return reply.redirect('/dashboard');
-    return authPage(reply, await ensureSession(db, config, request, reply), 'signup', request.query as Form);
+    return authPage(reply, await ensureSession(services, request, reply), 'signup', request.query as Form);
   });
 
   app.post('/signup', async (request, reply) => {
     const values = form(request);
     await throttleAttempt(db, clock, request, reply, 'signup', values.email);
     try {
-      const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' });
-      await logIn(db, config, request, reply, { id: user.id, email: user.email });
+      const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' }, clock);
+      await logIn(services, request, reply, { id: user.id, email: user.email });
       return reply.redirect(safeNextPath(values.next), 303);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
@@ -88,7 +89,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
   });
 
   app.post('/logout', async (request, reply) => {
-    await logOut(db, config, request, reply);
+    await logOut(services, request, reply);
     return reply.redirect('/login', 303);
   });
 
@@ -135,7 +136,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, { db, 
     }
     await db.updateTable('users').set({ password_hash: await hashPassword(values.password!), updated_at: clock().toISOString() }).where('id', '=', user.id).execute();
     await endUserSessions(db, user.id);
-    const fresh = await logIn(db, config, request, reply, session.user);
+    const fresh = await logIn(services, request, reply, session.user);
     return passwordPage(reply, fresh, { kind: 'ok', text: 'Password changed. Other sessions were logged out.' });
   });
 };

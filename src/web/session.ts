@@ -1,7 +1,9 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppServices } from '../app-services.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/transaction.ts';
+import type { Clock } from '../domain/clock.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
 
@@ -35,7 +37,7 @@ declare module 'fastify' {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-export function registerSessions(scope: FastifyInstance, db: Db): void {
+export function registerSessions(scope: FastifyInstance, db: Db, clock: Clock): void {
   scope.decorateRequest('session', null);
   scope.addHook('onRequest', async (request) => {
     const id = request.cookies[SESSION_COOKIE];
@@ -45,7 +47,7 @@ export function registerSessions(scope: FastifyInstance, db: Db): void {
       .leftJoin('users as u', 'u.id', 's.user_id')
       .select(['s.id_hash', 's.csrf_secret', 's.user_id', 'u.email'])
       .where('s.id_hash', '=', sha256(id))
-      .where('s.expires_at', '>', new Date().toISOString())
+      .where('s.expires_at', '>', clock().toISOString())
       .executeTakeFirst();
     if (!row) return;
     request.session = {
@@ -72,10 +74,10 @@ function cookieOptions(config: Config) {
 }
 
 /** Starts a new session (anonymous when user is null) and sets its cookie. */
-export async function startSession(db: Db, config: Config, reply: FastifyReply, user: WebSession['user']): Promise<WebSession> {
+export async function startSession({ db, config, clock }: AppServices, reply: FastifyReply, user: WebSession['user']): Promise<WebSession> {
   const id = randomBytes(32).toString('base64url');
   const session: WebSession = { idHash: sha256(id), csrfSecret: randomBytes(32).toString('base64url'), user };
-  const now = new Date();
+  const now = clock();
   await db
     .insertInto('sessions')
     .values({
@@ -91,19 +93,19 @@ export async function startSession(db: Db, config: Config, reply: FastifyReply, 
 }
 
 /** The request's session, or a new anonymous one (forms need a session to bind CSRF to). */
-export async function ensureSession(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply): Promise<WebSession> {
-  request.session ??= await startSession(db, config, reply, null);
+export async function ensureSession(services: AppServices, request: FastifyRequest, reply: FastifyReply): Promise<WebSession> {
+  request.session ??= await startSession(services, reply, null);
   return request.session;
 }
 
 /** Logs a user in on a fresh session id (no session fixation); the old session ends. */
-export async function logIn(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply, user: NonNullable<WebSession['user']>): Promise<WebSession> {
-  if (request.session) await db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
-  request.session = await startSession(db, config, reply, user);
+export async function logIn(services: AppServices, request: FastifyRequest, reply: FastifyReply, user: NonNullable<WebSession['user']>): Promise<WebSession> {
+  if (request.session) await services.db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
+  request.session = await startSession(services, reply, user);
   return request.session;
 }
 
-export async function logOut(db: Db, config: Config, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export async function logOut({ db, config }: AppServices, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   if (request.session) await db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
   request.session = null;
   reply.clearCookie(SESSION_COOKIE, cookieOptions(config));

@@ -17,7 +17,7 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
-  registerSessions(app, services.db);
+  registerSessions(app, services.db, services.clock);
   requireCsrfOnUnsafeMethods(app);
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {

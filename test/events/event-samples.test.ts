@@ -9,11 +9,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { programContext, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { EVENT_TYPES } from '../../src/modules/events/outbox.ts';
 import { updateAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
-import { getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
 import { sendTestEvent } from '../../src/modules/webhooks/webhook.service.ts';
 import { AffiliateSchema } from '../../src/modules/affiliates/affiliate.schema.ts';
 import { AffiliateLinkSchema } from '../../src/modules/links/link.schema.ts';
@@ -234,7 +233,7 @@ describe('docs/events.md samples and signatures against real events', () => {
     const tag = `${process.pid}-${Date.now()}`;
     const affiliate = await created(await api.post('/affiliates', { firstName: 'Jane', lastName: 'Doe', email: `jane-${tag}@example.com`, affiliateLink: `jane-${tag}` }));
     const db = t.server.database.db;
-    await updateAffiliate(db, toProgramContext(await getProgram(db, api.programId)), affiliate.id, { paymentMethod: 'paypal', payoutEmail: `payouts-${tag}@example.com` });
+    await updateAffiliate(db, await programContext(t, api.programId), affiliate.id, { paymentMethod: 'paypal', payoutEmail: `payouts-${tag}@example.com` });
     const link = await created(await api.post('/links', { affiliateId: affiliate.id, link: `blog-${tag}` }));
     await created(await api.put('/links', { id: link.id, newLink: `newsletter-${tag}` }), 200);
     const customer = `carl-${tag}@example.org`;
@@ -243,7 +242,7 @@ describe('docs/events.md samples and signatures against real events', () => {
     const code = await created(await api.post('/promotional-codes', { couponId: coupon.id, code: `JANE${process.pid}`, affiliateId: affiliate.id }));
     await created(await api.put('/promotional-codes', { promotionalCodeId: code.id, maxRedemptions: 100 }), 200);
     await created(await api.post('/sales', { email: customer, promoCode: code.code, totalEarned: 49.99, externalId: `ch_${tag}`, externalInvoiceId: `in_${tag}` }));
-    testEventId = await sendTestEvent(db, api.programId, hook.id);
+    testEventId = await sendTestEvent(db, await programContext(t, api.programId), hook.id);
 
     const polled = await fetch(`${t.url}/api/v1/events?limit=1000`, { headers: { authorization: `Bearer ${api.token}` } });
     assert.equal(polled.status, 200);

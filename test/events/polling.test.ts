@@ -137,12 +137,12 @@ describe('GET /events', () => {
     const slowHasInserted = new Promise<void>((resolve) => (slowInserted = resolve));
     // The slow transaction writes its event first and commits last.
     const slow = db.transaction().execute(async (tx) => {
-      await recordEvent(tx, api.programId, 'webhook.test', { which: 'slow' });
+      await recordEvent(tx, api.programId, 'webhook.test', { which: 'slow' }, new Date().toISOString());
       slowInserted();
       await slowMayCommit;
     });
     await slowHasInserted;
-    await db.transaction().execute((tx) => recordEvent(tx, api.programId, 'webhook.test', { which: 'fast' }));
+    await db.transaction().execute((tx) => recordEvent(tx, api.programId, 'webhook.test', { which: 'fast' }, new Date().toISOString()));
     const during = await api.get(`/events?after=${cursor}`);
     assert.deepEqual(during.body.map((e: Envelope) => e.data.which), ['fast']);
     const resumeAt = nextAfter(during.headers);

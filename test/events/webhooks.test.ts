@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
-import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { programContext, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
@@ -332,7 +332,7 @@ describe('delivery rules', () => {
       await new Promise((r) => setTimeout(r, 400));
       assert.equal(receiver.received.length, attemptsWhenDisabled, 'a disabled endpoint gets nothing');
       const { enableWebhook } = await import('../../src/modules/webhooks/webhook.service.ts');
-      await enableWebhook(rawDb(t), api.programId, hook.id);
+      await enableWebhook(rawDb(t), await programContext(t, api.programId), hook.id);
       await receiver.waitFor((r) => r.some((d) => d.json?.data?.id === missed.id), 3000, 'the missed event after re-enabling');
     } finally {
       await t.close();

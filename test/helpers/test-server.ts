@@ -2,7 +2,8 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import type { AppOptions } from '../../src/app-services.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
-import { createProgram, findUserProgram, updateProgram } from '../../src/modules/programs/program.service.ts';
+import { createProgram, findUserProgram, getProgram, toProgramContext, updateProgram, type ProgramContext } from '../../src/modules/programs/program.service.ts';
+import { systemClock } from '../../src/domain/clock.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 
@@ -119,4 +120,9 @@ export async function setProgramCommissionRate(test: TestServer, programId: stri
   const { owner_user_id: userId } = await db.selectFrom('programs').select('owner_user_id').where('id', '=', programId).executeTakeFirstOrThrow();
   const program = (await findUserProgram(db, userId, programId))!;
   await updateProgram(db, userId, programId, { ...program, commissionRate });
+}
+
+/** What the API's services take for a program, for tests that call a service directly. */
+export async function programContext(t: TestServer, programId: string): Promise<ProgramContext> {
+  return toProgramContext(await getProgram(t.server.database.db, programId), systemClock);
 }

@@ -1,6 +1,6 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
@@ -48,7 +48,7 @@ export function serializeAffiliate(row: Omit<AffiliateRow, 'primary_link_id'>, p
 
 export async function createAffiliate(db: Db, program: ProgramContext, body: CreateAffiliateBody): Promise<Affiliate> {
   const { email, key } = normaliseEmail(body.email);
-  const now = nowIso();
+  const now = program.clock().toISOString();
   const row = {
     id: newId(),
     program_id: program.id,
@@ -74,7 +74,7 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
       await insertAffiliate(tx, row);
       await insertLink(tx, newLinkRow(program.id, row.id, link, true, now));
       const created = serializeAffiliate({ ...row, link }, program);
-      await recordEvent(tx, program.id, 'affiliate.created', created);
+      await recordEvent(tx, program.id, 'affiliate.created', created, now);
       return created;
     });
   } catch (error) {
@@ -131,11 +131,12 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   if (body.payoutEmail !== undefined) changes.payout_email = normaliseEmail(body.payoutEmail).email;
   if (body.paymentMethod !== undefined) changes.payment_method = body.paymentMethod;
   if (body.status !== undefined) changes.status = body.status.toLowerCase() as 'active' | 'inactive';
-  changes.updated_at = nowIso();
+  changes.updated_at = program.clock().toISOString();
+  const at = changes.updated_at;
   return inTransaction(db, async (tx) => {
     await updateAffiliateRow(tx, program.id, id, changes);
     const updated = serializeAffiliate({ ...current, ...changes }, program);
-    await recordEvent(tx, program.id, 'affiliate.updated', updated);
+    await recordEvent(tx, program.id, 'affiliate.updated', updated, at);
     return updated;
   });
 }

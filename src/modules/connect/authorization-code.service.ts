@@ -84,7 +84,7 @@ export async function exchangeAuthorizationCode(db: Db, integration: Integration
       // Unknown, expired, another integration's, or used before. On PostgreSQL a concurrent
       // exchange of the same code waits here for the first to commit, then lands in this branch.
       const row = await selectAuthorizationCode(tx, codeHash);
-      if (row?.used_at != null && row.token_id !== null) await revokeTokenIfActive(tx, row.token_id);
+      if (row?.used_at != null && row.token_id !== null) await revokeTokenIfActive(tx, row.token_id, () => now);
       return null; // commit: the revocation must stick although the request fails
     }
     const row = (await selectAuthorizationCode(tx, codeHash))!;
@@ -97,7 +97,7 @@ export async function exchangeAuthorizationCode(db: Db, integration: Integration
       kind: 'connect',
       integration: integration.name,
       createdByUserId: row.user_id,
-    });
+    }, () => now);
     await recordIssuedToken(tx, codeHash, issued.id);
     return issued;
   });

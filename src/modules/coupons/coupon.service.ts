@@ -1,6 +1,5 @@
 import { recordEvent } from '../events/outbox.ts';
 import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
-import { nowIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
@@ -37,7 +36,7 @@ function validateCoupon(program: ProgramContext, body: CreateCouponBody) {
 
 export async function createCoupon(db: Db, program: ProgramContext, body: CreateCouponBody): Promise<Coupon> {
   const { type, currency, amountOff, duration, productIds } = validateCoupon(program, body);
-  const now = nowIso();
+  const now = program.clock().toISOString();
   const row: CouponRow = {
     id: newId(),
     program_id: program.id,
@@ -63,7 +62,7 @@ export async function createCoupon(db: Db, program: ProgramContext, body: Create
     return await inTransaction(db, async (tx) => {
       await insertCoupon(tx, row);
       const created = (await serializeCoupons(tx, program, [row]))[0]!;
-      await recordEvent(tx, program.id, 'coupon.created', created);
+      await recordEvent(tx, program.id, 'coupon.created', created, now);
       return created;
     });
   } catch (error) {

@@ -9,7 +9,7 @@ import { EVENT_TYPES, envelopeJson, hasUnsequencedEvents, listEventsAfter, seque
 // Polling, for tools that prefer it to webhooks: events after a sequence, oldest first.
 // The body is a bare array of envelopes; `Link: rel="next"` carries the cursor to call next
 // (the last event's sequence, or the same `after` when nothing new happened).
-export const eventRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
+export const eventRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config, clock }) => {
   app.get(
     '/events',
     {
@@ -27,7 +27,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, {
       if (unknown !== undefined) throw invalidField('#/type', `"${unknown.slice(0, 50)}" is not an event type`);
       // Events are visible once numbered; number any that committed since the worker last ran,
       // so polling works (and is fresh) even with the worker off.
-      if (await hasUnsequencedEvents(db)) await sequenceEvents(db);
+      if (await hasUnsequencedEvents(db)) await sequenceEvents(db, clock);
       const rows = await listEventsAfter(db, request.auth.program.id, { after, types, limit });
       const next = rows.length > 0 ? Number(rows[rows.length - 1]!.sequence) : after;
       const url = new URL(request.url, config.siteUrl);

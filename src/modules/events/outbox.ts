@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { toIso, type Clock } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { timestampValue } from '../../db/dialect.ts';
@@ -39,11 +39,11 @@ export type EventType = (typeof EVENT_TYPES)[number];
  * change it reports or not at all. `data` is the resource exactly as the API returns it.
  * The event has no sequence yet: see sequenceEvents.
  */
-export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown): Promise<string> {
+export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown, at: string): Promise<string> {
   const id = `evt_${randomToken(18)}`;
   await tx
     .insertInto('events')
-    .values({ id, program_id: programId, type, data: JSON.stringify(data), created_at: nowIso(), sequence: null })
+    .values({ id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence: null })
     .execute();
   return id;
 }
@@ -64,7 +64,7 @@ const SEQUENCE_BATCH = 1000;
  * both dialects (SQLite has one writer at a time anyway), and writers never wait on each other
  * for it: the cost is one extra statement per batch, paid by the worker.
  */
-export async function sequenceEvents(db: Db): Promise<number> {
+export async function sequenceEvents(db: Db, clock: Clock): Promise<number> {
   return inTransaction(db, async (tx) => {
     // Taking the row lock first: a concurrent sequencer waits here until this one commits.
     const state = await tx
@@ -84,7 +84,7 @@ export async function sequenceEvents(db: Db): Promise<number> {
     const count = Number(numbered.numAffectedRows ?? 0n);
     if (count === 0) return 0;
     await tx.updateTable('outbox_state').set({ last_sequence: last + count }).where('id', '=', 1).execute();
-    await fanOut(tx, last, last + count);
+    await fanOut(tx, last, last + count, clock());
     return count;
   });
 }
@@ -95,11 +95,11 @@ export async function sequenceEvents(db: Db): Promise<number> {
  * the endpoint is re-enabled, so re-enabling delivers what it missed. `webhook.test` goes only where it is sent.
  * Subscriptions store their types as a JSON array, so `"type"` with its quotes matches whole names.
  */
-async function fanOut(tx: Tx, after: number, upTo: number): Promise<void> {
-  const now = timestampValue(tx, nowIso());
+async function fanOut(tx: Tx, after: number, upTo: number, now: Date): Promise<void> {
+  const at = timestampValue(tx, now.toISOString());
   await sql`
     insert into webhook_deliveries (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
-    select w.id, e.id, case when w.disabled_at is null then 'pending' else 'held' end, 0, ${now}, ${now}, ${now}
+    select w.id, e.id, case when w.disabled_at is null then 'pending' else 'held' end, 0, ${at}, ${at}, ${at}
     from events e join webhooks w on w.program_id = e.program_id
     where e.sequence > ${after} and e.sequence <= ${upTo}
       and e.type <> 'webhook.test'

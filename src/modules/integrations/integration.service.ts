@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { conflict, invalidField, notFound } from '../../domain/errors.ts';
@@ -93,11 +93,11 @@ export async function findIntegration(db: Db, name: string): Promise<Integration
   return row && toIntegration(row);
 }
 
-export async function addIntegration(db: Db, input: IntegrationInput): Promise<Integration> {
+export async function addIntegration(db: Db, input: IntegrationInput, clock: Clock = systemClock): Promise<Integration> {
   const name = validateName(input.name);
   const clientId = input.clientId ? validateText('#/clientId', input.clientId, 200) : null;
   if (input.clientSecret && !clientId) throw invalidField('#/clientId', 'is required with a client secret');
-  const now = nowIso();
+  const now = clock().toISOString();
   const row: IntegrationRow = {
     name,
     display_name: validateText('#/displayName', input.displayName ?? name, 100),

@@ -1,5 +1,5 @@
 import { fromMinorUnits } from '../../domain/money.ts';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, notFound } from '../../domain/errors.ts';
@@ -59,10 +59,11 @@ export async function createLink(db: Db, program: ProgramContext, body: CreateLi
   const link = body.link ?? generateLinkString(affiliate.first_name);
   try {
     return await inTransaction(db, async (tx) => {
-      const row = newLinkRow(program.id, affiliate.id, link, false, nowIso());
+      const now = program.clock().toISOString();
+      const row = newLinkRow(program.id, affiliate.id, link, false, now);
       await insertLink(tx, row);
       const created = await getLink(tx, program, { id: row.id });
-      await recordEvent(tx, program.id, 'link.created', created);
+      await recordEvent(tx, program.id, 'link.created', created, now);
       return created;
     });
   } catch (error) {
@@ -79,9 +80,10 @@ export async function updateLink(db: Db, program: ProgramContext, body: UpdateLi
     return await inTransaction(db, async (tx) => {
       const current = await findLink(tx, program.id, { id: body.id, link: body.link });
       if (!current) throw notFound('Affiliate link');
-      await renameLink(tx, current.id, body.newLink, nowIso());
+      const now = program.clock().toISOString();
+      await renameLink(tx, current.id, body.newLink, now);
       const updated = await getLink(tx, program, { id: current.id });
-      await recordEvent(tx, program.id, 'link.updated', updated);
+      await recordEvent(tx, program.id, 'link.updated', updated, now);
       return updated;
     });
   } catch (error) {

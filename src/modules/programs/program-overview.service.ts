@@ -22,7 +22,7 @@ export async function getProgramTotals(db: Db, program: ProgramContext): Promise
 const DAY_MS = 86_400_000;
 
 /** One entry per UTC day of the last `days` days (today included), zero where nothing was sold. */
-export async function getDailySales(db: Db, program: ProgramContext, days: number, now = new Date()): Promise<DailySales[]> {
+export async function getDailySales(db: Db, program: ProgramContext, days: number, now: Date): Promise<DailySales[]> {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
   const first = today - (days - 1) * DAY_MS;
   const byDay = new Map((await sumSalesByDay(db, program.id, new Date(first).toISOString())).map((d) => [d.day, d]));

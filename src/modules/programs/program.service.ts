@@ -1,6 +1,6 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { isCurrencyCode } from '../../domain/money.ts';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
@@ -17,6 +17,8 @@ export interface ProgramContext {
   readonly defaultCommissionRate: number;
   readonly baseUrls: readonly string[];
   readonly referralParam: string;
+  /** The app's clock: services take "now" from here. */
+  readonly clock: Clock;
 }
 
 export interface Program {
@@ -34,8 +36,9 @@ export interface Program {
 
 export type ProgramRow = Selectable<ProgramsTable>;
 
-export function toProgramContext(row: Pick<ProgramRow, 'id' | 'name' | 'currency' | 'default_commission_rate' | 'base_urls' | 'referral_param'>): ProgramContext {
+export function toProgramContext(row: Pick<ProgramRow, 'id' | 'name' | 'currency' | 'default_commission_rate' | 'base_urls' | 'referral_param'>, clock: Clock): ProgramContext {
   return {
+    clock,
     id: row.id,
     name: row.name,
     currency: row.currency,
@@ -110,8 +113,8 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   };
 }
 
-export async function createProgram(db: Db, input: ProgramInput): Promise<Program> {
-  const now = nowIso();
+export async function createProgram(db: Db, input: ProgramInput, clock: Clock = systemClock): Promise<Program> {
+  const now = clock().toISOString();
   const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...validateProgramInput(input), created_at: now, updated_at: now };
   await db.insertInto('programs').values(row).execute();
   return serializeProgram(row);
@@ -137,8 +140,9 @@ export async function findUserProgram(db: Db, userId: string, programId: string)
 }
 
 /** The context API services take, for a program already loaded (the dashboard's). */
-export function programContextOf(program: Program): ProgramContext {
+export function programContextOf(program: Program, clock: Clock): ProgramContext {
   return {
+    clock,
     id: program.id,
     name: program.name,
     currency: program.currency,
@@ -163,7 +167,7 @@ async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean>
 }
 
 /** Changes a user's program with the rules of creation; 404 when it is not the user's. */
-export async function updateProgram(db: Db, userId: string, programId: string, input: Omit<ProgramInput, 'ownerUserId'>): Promise<Program> {
+export async function updateProgram(db: Db, userId: string, programId: string, input: Omit<ProgramInput, 'ownerUserId'>, clock: Clock = systemClock): Promise<Program> {
   const current = await findUserProgram(db, userId, programId);
   if (!current) throw notFound('Program');
   const changes = validateProgramInput({ ...input, ownerUserId: userId });
@@ -171,7 +175,7 @@ export async function updateProgram(db: Db, userId: string, programId: string, i
   if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {
     throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);
   }
-  await db.updateTable('programs').set({ ...changes, updated_at: nowIso() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+  await db.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
   forgetCachedTokens(); // a token's cached answer carries its program's settings
   return (await findUserProgram(db, userId, programId))!;
 }

@@ -32,12 +32,12 @@ export async function findRedeemableCode(tx: Tx, program: ProgramContext, code: 
   if (!found) throw notFound(`Promotional code "${code}"`);
   // The rules about the code and its coupon come first (docs/api.md), before the caller
   // looks for an affiliate to credit through the code.
-  checkCodeUsable(found);
+  checkCodeUsable(found, program.clock().getTime());
   return found;
 }
 
 /** Throws the first rule about the code and its coupon alone that fails, naming it. */
-export function checkCodeUsable({ code, coupon }: RedeemableCode, now = Date.now()): void {
+export function checkCodeUsable({ code, coupon }: RedeemableCode, now: number): void {
   if (!code.active) throw reject('promo_code_inactive', `The promotional code "${code.code}" is inactive.`);
   if (code.expires_at !== null && Date.parse(toIso(code.expires_at)) <= now) throw reject('promo_code_expired', `The promotional code "${code.code}" has expired.`);
   if (code.max_redemptions !== null && Number(code.times_redeemed) >= Number(code.max_redemptions)) {
@@ -51,7 +51,7 @@ export function checkCodeUsable({ code, coupon }: RedeemableCode, now = Date.now
 }
 
 /** Throws the first rule the attempt breaks, naming it, in the order docs/api.md lists them. */
-export function checkRedemption(found: RedeemableCode, attempt: RedemptionAttempt, now = Date.now()): void {
+export function checkRedemption(found: RedeemableCode, attempt: RedemptionAttempt, now: number): void {
   checkCodeUsable(found, now);
   const { code } = found;
   if (attempt.totalEarnedMinor !== undefined && code.minimum_amount !== null && attempt.totalEarnedMinor < Number(code.minimum_amount)) {
@@ -71,7 +71,8 @@ export function checkRedemption(found: RedeemableCode, attempt: RedemptionAttemp
 
 /** Checks and redeems inside the caller's transaction; records promotional_code.redeemed. */
 export async function redeemPromoCode(tx: Tx, program: ProgramContext, found: RedeemableCode, attempt: RedemptionAttempt): Promise<void> {
-  checkRedemption(found, attempt);
+  const now = program.clock();
+  checkRedemption(found, attempt, now.getTime());
   const { code, coupon } = found;
   const codeCount = await incrementCodeRedemptions(tx, code.id);
   if (!codeCount) throw reject('promo_code_exhausted', `The promotional code "${code.code}" has reached its ${code.max_redemptions} redemptions.`);
@@ -79,5 +80,5 @@ export async function redeemPromoCode(tx: Tx, program: ProgramContext, found: Re
   if (!couponCount) throw reject('coupon_invalid', `The coupon of "${code.code}" has reached its redemption limit.`);
   // The counts the increments returned: concurrent redemptions may have moved them past our +1.
   const redeemed = { ...found, code: { ...code, ...codeCount }, coupon: { ...coupon, ...couponCount } };
-  await recordEvent(tx, program.id, 'promotional_code.redeemed', serializeCodeWithRelations(redeemed, program));
+  await recordEvent(tx, program.id, 'promotional_code.redeemed', serializeCodeWithRelations(redeemed, program), now.toISOString());
 }

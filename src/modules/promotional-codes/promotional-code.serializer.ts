@@ -18,13 +18,13 @@ import type { Coupon, NestedPromotionalCode, PromotionalCode } from './promotion
 // code carries its coupon; the nested copies leave out the back-reference to avoid a cycle.
 
 /** A coupon is valid while its flag is set, redeemBy has not passed and its limit is not reached. */
-export function isCouponValid(row: CouponRow, now = Date.now()): boolean {
+export function isCouponValid(row: CouponRow, now: number): boolean {
   if (!row.valid) return false;
   if (row.redeem_by !== null && Date.parse(toIso(row.redeem_by)) <= now) return false;
   return row.max_redemptions === null || Number(row.times_redeemed) < Number(row.max_redemptions);
 }
 
-export function serializeNestedCoupon(row: CouponRow): NestedCoupon {
+export function serializeNestedCoupon(row: CouponRow, now: number): NestedCoupon {
   return {
     id: row.id,
     name: row.name,
@@ -38,7 +38,7 @@ export function serializeNestedCoupon(row: CouponRow): NestedCoupon {
     maxRedemptions: row.max_redemptions === null ? null : Number(row.max_redemptions),
     limitToProducts: Boolean(row.limit_to_products),
     productIds: JSON.parse(row.product_ids) as string[],
-    valid: isCouponValid(row),
+    valid: isCouponValid(row, now),
     redeemBy: toIsoOrNull(row.redeem_by),
     integrationType: row.integration_type,
     affiliateProgramId: row.program_id,
@@ -78,14 +78,15 @@ async function affiliatesById(db: Db | Tx, programId: string, codes: CodeRow[]) 
 
 /** Serializes a code read with its coupon and affiliate (findCodeWithRelations): no query. */
 export function serializeCodeWithRelations({ code, coupon, affiliate }: CodeWithRelations, program: ProgramContext): PromotionalCode {
-  return { ...serializeCodeFields(code, affiliate, program), coupon: serializeNestedCoupon(coupon) };
+  return { ...serializeCodeFields(code, affiliate, program), coupon: serializeNestedCoupon(coupon, program.clock().getTime()) };
 }
 
 /** Serializes code rows with their coupon and affiliate, in three queries whatever the count. */
 export async function serializeCodes(db: Db | Tx, program: ProgramContext, codes: CodeRow[]): Promise<PromotionalCode[]> {
   const couponIds = [...new Set(codes.map((c) => c.coupon_id))];
   const [coupons, affiliates] = await Promise.all([findCouponsByIds(db, program.id, couponIds), affiliatesById(db, program.id, codes)]);
-  const couponById = new Map(coupons.map((c) => [c.id, serializeNestedCoupon(c)]));
+  const now = program.clock().getTime();
+  const couponById = new Map(coupons.map((c) => [c.id, serializeNestedCoupon(c, now)]));
   return codes.map((row) => ({
     ...serializeCodeFields(row, row.affiliate_id === null ? undefined : affiliates.get(row.affiliate_id), program),
     coupon: couponById.get(row.coupon_id)!,
@@ -102,5 +103,6 @@ export async function serializeCoupons(db: Db | Tx, program: ProgramContext, cou
     list.push(serializeCodeFields(code, code.affiliate_id === null ? undefined : affiliates.get(code.affiliate_id), program));
     codesByCoupon.set(code.coupon_id, list);
   }
-  return coupons.map((row) => ({ ...serializeNestedCoupon(row), promotionalCodes: codesByCoupon.get(row.id) ?? [] }));
+  const now = program.clock().getTime();
+  return coupons.map((row) => ({ ...serializeNestedCoupon(row, now), promotionalCodes: codesByCoupon.get(row.id) ?? [] }));
 }

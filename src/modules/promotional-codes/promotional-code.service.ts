@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto';
 import { toMinorUnits } from '../../domain/money.ts';
-import { nowIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
@@ -73,7 +72,7 @@ async function serializeOne(db: Db | Tx, program: ProgramContext, row: CodeRow):
 
 export async function createPromotionalCode(db: Db, program: ProgramContext, body: CreatePromotionalCodeBody): Promise<PromotionalCode> {
   const code = body.code ?? generateCode();
-  const now = nowIso();
+  const now = program.clock().toISOString();
   const base: CodeRow = {
     id: newId(),
     program_id: program.id,
@@ -107,7 +106,7 @@ export async function createPromotionalCode(db: Db, program: ProgramContext, bod
       row = await applyRestrictions(tx, program, base, { ...body, affiliateId });
       await insertCode(tx, row);
       const created = await serializeOne(tx, program, row);
-      await recordEvent(tx, program.id, 'promotional_code.created', created);
+      await recordEvent(tx, program.id, 'promotional_code.created', created, now);
       return created;
     });
   } catch (error) {
@@ -131,11 +130,11 @@ export async function updatePromotionalCode(db: Db, program: ProgramContext, bod
         next.code_key = codeKey(body.code);
         next.is_auto_generated = 0;
       }
-      next.updated_at = nowIso();
+      next.updated_at = program.clock().toISOString();
       const { id: _id, program_id: _p, coupon_id: _c, times_redeemed: _t, created_at: _created, ...changes } = next;
       await updateCode(tx, current.id, changes);
       const updated = await serializeOne(tx, program, { ...next, times_redeemed: current.times_redeemed });
-      await recordEvent(tx, program.id, 'promotional_code.updated', updated);
+      await recordEvent(tx, program.id, 'promotional_code.updated', updated, next.updated_at);
       return updated;
     });
   } catch (error) {

@@ -1,4 +1,3 @@
-import { nowIso } from '../../domain/clock.ts';
 import { newId, isUuid } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
@@ -64,7 +63,7 @@ export async function insertCustomer(
   input: { name: string; email: string; externalId: string; plan?: string; status?: string; promotionalCodeId: string | null },
 ): Promise<ReferralRow> {
   const { email, key } = normaliseEmail(input.email);
-  const now = nowIso();
+  const now = program.clock().toISOString();
   const row: ReferralRow = {
     id: newId(),
     program_id: program.id,
@@ -88,7 +87,7 @@ export async function insertCustomer(
   }
   await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 1, commission: 0 });
   if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 1, sales: 0, revenue: 0 });
-  await recordEvent(tx, program.id, 'referral.created', serializeReferral(row));
+  await recordEvent(tx, program.id, 'referral.created', serializeReferral(row), now);
   return row;
 }
 

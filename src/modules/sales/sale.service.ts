@@ -1,6 +1,6 @@
 import { commissionFor, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { toIso } from '../../domain/clock.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
@@ -103,7 +103,7 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
       total_earned: totalEarned,
       commission_rate: rate,
       commission,
-      created_at: nowIso(),
+      created_at: program.clock().toISOString(),
     };
     const id = await insertSale(tx, row);
     await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
@@ -120,7 +120,7 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
       });
     }
     const sale = serializeSale({ ...row, id }, program);
-    await recordEvent(tx, program.id, 'sale.created', sale);
+    await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
     return sale;
   });
 }

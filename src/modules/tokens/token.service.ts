@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { nowIso, toIso } from '../../domain/clock.ts';
+import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { afterCommit, inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { cacheAuth, cachedAuth, cacheGeneration, forgetCachedTokens } from './token-cache.ts';
@@ -30,6 +30,7 @@ export interface IssuedToken {
 export async function issueToken(
   db: Db,
   input: { programId: string; name: string; kind: 'api_key' | 'connect'; integration?: string | null; createdByUserId?: string | null },
+  clock: Clock = systemClock,
 ): Promise<IssuedToken> {
   const token = TOKEN_PREFIX + randomToken(32); // 256 random bits
   const row = {
@@ -41,7 +42,7 @@ export async function issueToken(
     kind: input.kind,
     integration: input.integration ?? null,
     created_by_user_id: input.createdByUserId ?? null,
-    created_at: nowIso(),
+    created_at: clock().toISOString(),
     last_used_at: null,
     revoked_at: null,
   };
@@ -49,18 +50,18 @@ export async function issueToken(
   return { id: row.id, name: row.name, prefix: row.prefix, token, programId: row.program_id, createdAt: row.created_at };
 }
 
-export async function revokeToken(db: Db, tokenId: string): Promise<void> {
-  if (!(await inTransaction(db, (tx) => revokeTokenIfActive(tx, tokenId)))) throw notFound('An active token with this id');
+export async function revokeToken(db: Db, tokenId: string, clock: Clock = systemClock): Promise<void> {
+  if (!(await inTransaction(db, (tx) => revokeTokenIfActive(tx, tokenId, clock)))) throw notFound('An active token with this id');
 }
 
 /**
  * Revokes the token unless it already is; returns whether this call revoked it. The
  * subscriptions a tool made with the token go with it (a disconnected Zap fires no more).
  */
-export async function revokeTokenIfActive(tx: Tx, tokenId: string): Promise<boolean> {
+export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock): Promise<boolean> {
   const result = await tx
     .updateTable('api_tokens')
-    .set({ revoked_at: nowIso() })
+    .set({ revoked_at: clock().toISOString() })
     .where('id', '=', tokenId)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
@@ -78,10 +79,10 @@ export interface Authenticated {
  * Resolves a presented bearer token to its program, or null when unknown or revoked. A valid
  * token's answer is reused for `cacheMs` (token-cache.ts); 0 looks it up every time.
  */
-export async function authenticateToken(db: Db, token: string, cacheMs = 0): Promise<Authenticated | null> {
+export async function authenticateToken(db: Db, token: string, cacheMs = 0, clock: Clock = systemClock): Promise<Authenticated | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   const tokenHash = hashToken(token);
-  const startedAt = Date.now();
+  const startedAt = clock().getTime();
   const cached = cacheMs > 0 ? cachedAuth(tokenHash, startedAt) : null;
   if (cached) return cached;
   const generation = cacheGeneration();
@@ -96,7 +97,7 @@ export async function authenticateToken(db: Db, token: string, cacheMs = 0): Pro
   if (row.last_used_at === null || startedAt - Date.parse(toIso(row.last_used_at)) > LAST_USED_RESOLUTION_MS) {
     await db.updateTable('api_tokens').set({ last_used_at: new Date(startedAt).toISOString() }).where('id', '=', row.token_id).execute();
   }
-  const auth = { tokenId: row.token_id, program: toProgramContext(row) };
+  const auth = { tokenId: row.token_id, program: toProgramContext(row, clock) };
   if (cacheMs > 0) cacheAuth(tokenHash, auth, startedAt + cacheMs, generation);
   return auth;
 }
@@ -147,12 +148,12 @@ export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>
  * another program, of the other kind, or already revoked is "not found". Effective on this
  * process's next API call (the token cache is dropped on commit).
  */
-export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string): Promise<void> {
+export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string, clock: Clock = systemClock): Promise<void> {
   if (!isUuid(tokenId)) throw notFound('An active token with this id');
   await inTransaction(db, async (tx) => {
     const result = await tx
       .updateTable('api_tokens')
-      .set({ revoked_at: nowIso() })
+      .set({ revoked_at: clock().toISOString() })
       .where('id', '=', tokenId)
       .where('program_id', '=', programId)
       .where('kind', '=', kind)

@@ -1,5 +1,5 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { nowIso } from '../../domain/clock.ts';
+import { systemClock, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -42,13 +42,13 @@ export function normaliseEmail(email: string): { email: string; key: string } {
   return { email: trimmed, key: trimmed.toLowerCase() };
 }
 
-export async function createUser(db: Db, input: { email: string; password: string }): Promise<User> {
+export async function createUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User> {
   const { email, key } = normaliseEmail(input.email);
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidField('#/email', 'must be an e-mail address');
   if (input.password.length < MIN_PASSWORD_LENGTH) {
     throw invalidField('#/password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
   }
-  const now = nowIso();
+  const now = clock().toISOString();
   const row = { id: newId(), email, email_key: key, password_hash: await hashPassword(input.password), created_at: now, updated_at: now };
   try {
     await db.insertInto('users').values(row).execute();

@@ -269,7 +269,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
       let busy = false;
       try {
         // A read-only probe first: an idle worker then writes nothing (no WAL churn, no dead rows).
-        const numbered = (await hasUnsequencedEvents(db)) ? await sequenceEvents(db) : 0;
+        const numbered = (await hasUnsequencedEvents(db)) ? await sequenceEvents(db, clock) : 0;
         const claimed = await claimAndDispatch();
         await purgeIfDue();
         busy = numbered > 0 || claimed > 0;

@@ -1,4 +1,4 @@
-import { nowIso, toIso, toIsoOrNull } from '../../domain/clock.ts';
+import { toIso, toIsoOrNull } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
@@ -62,7 +62,7 @@ export async function createWebhook(
   if ((await countWebhooks(db, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
     throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
   }
-  const now = nowIso();
+  const now = program.clock().toISOString();
   const row = {
     id: newId(),
     program_id: program.id,
@@ -101,32 +101,32 @@ export async function deleteWebhook(db: Db, program: ProgramContext, id: string 
   return serializeWebhook(row);
 }
 
-export async function enableWebhook(db: Db, programId: string, id: string): Promise<void> {
-  await getWebhook(db, programId, id);
-  await setWebhookEnabled(db, programId, id.toLowerCase(), nowIso());
+export async function enableWebhook(db: Db, program: ProgramContext, id: string): Promise<void> {
+  await getWebhook(db, program.id, id);
+  await setWebhookEnabled(db, program.id, id.toLowerCase(), program.clock().toISOString());
 }
 
 /** Sends a `webhook.test` event to this one endpoint (not to the program's other subscriptions). */
-export async function sendTestEvent(db: Db, programId: string, id: string): Promise<string> {
-  const webhook = await getWebhook(db, programId, id);
+export async function sendTestEvent(db: Db, program: ProgramContext, id: string): Promise<string> {
+  const webhook = await getWebhook(db, program.id, id);
   return inTransaction(db, async (tx) => {
-    const now = nowIso();
-    const eventId = await recordEvent(tx, programId, 'webhook.test', { webhookId: webhook.id, url: webhook.url, message: 'A test event sent from the Tandem dashboard.', sentAt: now });
+    const now = program.clock().toISOString();
+    const eventId = await recordEvent(tx, program.id, 'webhook.test', { webhookId: webhook.id, url: webhook.url, message: 'A test event sent from the Tandem dashboard.', sentAt: now }, now);
     await insertDelivery(tx, webhook.id, eventId, now);
     return eventId;
   });
 }
 
 /** Sends one event to the endpoint again, whatever its state. */
-export async function replayEvent(db: Db, programId: string, webhookId: string, eventId: string): Promise<void> {
-  const webhook = await getWebhook(db, programId, webhookId);
-  if ((await requeueDeliveries(db, webhook.id, { eventId }, nowIso())) === 0) throw notFound('A delivery of this event to this webhook');
+export async function replayEvent(db: Db, program: ProgramContext, webhookId: string, eventId: string): Promise<void> {
+  const webhook = await getWebhook(db, program.id, webhookId);
+  if ((await requeueDeliveries(db, webhook.id, { eventId }, program.clock().toISOString())) === 0) throw notFound('A delivery of this event to this webhook');
 }
 
 /** Sends again every delivery that failed for good since an instant; returns how many. */
-export async function replayFailedSince(db: Db, programId: string, webhookId: string, since: string): Promise<number> {
-  const webhook = await getWebhook(db, programId, webhookId);
-  return requeueDeliveries(db, webhook.id, { failedSince: since }, nowIso());
+export async function replayFailedSince(db: Db, program: ProgramContext, webhookId: string, since: string): Promise<number> {
+  const webhook = await getWebhook(db, program.id, webhookId);
+  return requeueDeliveries(db, webhook.id, { failedSince: since }, program.clock().toISOString());
 }
 
 // ---- the dashboard's Webhooks page ---------------------------------------------------------

@@ -63,7 +63,7 @@ export const connectRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     if (!isValidCsrf(session, body._csrf)) throw formExpired();
     const values = { name: textOf(body.name), domain: textOf(body.domain), logoUrl: textOf(body.logoUrl) };
     try {
-      const program = await createProgram(db, { ownerUserId: session.user.id, name: values.name, domain: values.domain, logoUrl: values.logoUrl || null });
+      const program = await createProgram(db, { ownerUserId: session.user.id, name: values.name, domain: values.domain, logoUrl: values.logoUrl || null }, clock);
       return reply.redirect(connectUrl(connect, 'choose-affiliate-program', { program: program.id }), 303);
     } catch (error) {
       if (!(error instanceof ApiError) || !error.errors) throw error;

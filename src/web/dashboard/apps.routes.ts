@@ -11,7 +11,7 @@ import { formatTime } from './format.ts';
 // who connected it and when, with Revoke. A revoked token is refused on its next API call:
 // authentication looks the token up on every request.
 
-export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
+export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock }) => {
   app.get('/apps', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const page = requestedPage(request);
@@ -56,7 +56,7 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
   app.post('/apps/:tokenId/revoke', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { tokenId } = request.params as { tokenId: string };
-    await revokeProgramToken(db, context.id, 'connect', tokenId);
+    await revokeProgramToken(db, context.id, 'connect', tokenId, clock);
     return redirectDone(reply, `${base}/apps`, 'revoked');
   });
 };

@@ -51,9 +51,9 @@ function discountOf(coupon: Coupon): string {
   return `${amount}, ${duration}`;
 }
 
-function codeState(code: NestedPromotionalCode): SafeHtml {
+function codeState(code: NestedPromotionalCode, now: number): SafeHtml {
   if (!code.active) return statusBadge(false);
-  if (code.expiresAt !== null && Date.parse(code.expiresAt) <= Date.now()) return html`<span class="badge bad">Expired</span>`;
+  if (code.expiresAt !== null && Date.parse(code.expiresAt) <= now) return html`<span class="badge bad">Expired</span>`;
   if (code.maxRedemptions !== null && code.timesRedeemed >= code.maxRedemptions) return html`<span class="badge bad">Used up</span>`;
   return statusBadge(true);
 }
@@ -127,6 +127,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
     const list = splitPage(rows, page, `${base}/coupons`);
     const coupons = await serializeCoupons(db, context, list.items);
     const redeemed = new Map(list.items.map((row) => [row.id, Number(row.times_redeemed)]));
+    const now = context.clock().getTime();
 
     const couponCard = (coupon: Coupon) => html`<section class="card" aria-labelledby="coupon-${coupon.id}">
       <div class="page-head">
@@ -142,7 +143,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
               (code) => html`<tr>
                 <td><code>${code.code}</code></td>
                 <td>${code.affiliate ? html`<a href="${base}/affiliates/${code.affiliate.id}">${code.affiliate.firstName} ${code.affiliate.lastName}</a>` : html`<span class="muted">Not assigned</span>`}</td>
-                <td>${codeState(code)}</td>
+                <td>${codeState(code, now)}</td>
                 <td>${formatTime(code.expiresAt, 'Never')}</td>
                 <td class="num">${code.timesRedeemed}${code.maxRedemptions === null ? '' : ` / ${code.maxRedemptions}`}</td>
                 <td><div class="actions">

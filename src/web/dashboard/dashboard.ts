@@ -51,7 +51,7 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
         const { programId } = request.params as { programId: string };
         const program = await findUserProgram(db, currentUser(request).id, programId);
         if (!program) throw notFound('Program');
-        request.dashboardProgram = { program, context: programContextOf(program), base: `/dashboard/programs/${program.id}` };
+        request.dashboardProgram = { program, context: programContextOf(program, services.clock), base: `/dashboard/programs/${program.id}` };
       });
       for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
         await scope.register(routes, services);

@@ -20,7 +20,7 @@ function keyName(text: string | undefined): string {
   return name;
 }
 
-export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   async function keysPage(request: FastifyRequest, reply: FastifyReply, options: { issued?: IssuedToken; values?: FormValues; errors?: FormErrors } = {}) {
     const { context, base } = currentProgram(request);
     const errors = options.errors ?? noErrors;
@@ -89,7 +89,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
     const { context } = currentProgram(request);
     const form = readForm(request);
     try {
-      const issued = await issueToken(db, { programId: context.id, name: keyName(form.name), kind: 'api_key', createdByUserId: currentUser(request).id });
+      const issued = await issueToken(db, { programId: context.id, name: keyName(form.name), kind: 'api_key', createdByUserId: currentUser(request).id }, clock);
       return keysPage(request, reply, { issued });
     } catch (error) {
       return keysPage(request, reply, { values: form, errors: formErrorsOf(error) });
@@ -99,7 +99,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
   app.post('/keys/:tokenId/revoke', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { tokenId } = request.params as { tokenId: string };
-    await revokeProgramToken(db, context.id, 'api_key', tokenId);
+    await revokeProgramToken(db, context.id, 'api_key', tokenId, clock);
     return redirectDone(reply, `${base}/keys`, 'revoked');
   });
 };

@@ -56,7 +56,7 @@ function programCard(program: Program): SafeHtml {
   </a></div>`;
 }
 
-export const programRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
+export const programRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock }) => {
   async function homePage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
     const programs = await listUserPrograms(db, currentUser(request).id);
     const body = html`
@@ -87,7 +87,7 @@ export const programRoutes: FastifyPluginAsync<AppServices> = async (app, { db }
   app.post('/dashboard/programs', async (request, reply) => {
     const form = readForm(request);
     try {
-      const program = await createProgram(db, { ...programInputOf(form), ownerUserId: currentUser(request).id });
+      const program = await createProgram(db, { ...programInputOf(form), ownerUserId: currentUser(request).id }, clock);
       return redirectDone(reply, `/dashboard/programs/${program.id}`, 'program-created');
     } catch (error) {
       return homePage(request, reply, form, formErrorsOf(error));

@@ -21,7 +21,7 @@ const DONE = {
 
 type Section = 'program' | 'integration';
 
-export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   async function settingsPage(request: FastifyRequest, reply: FastifyReply, failed?: { section: Section; values: FormValues; errors: FormErrors }) {
     const { program, base } = currentProgram(request);
     const operator = await isOperator(db, currentUser(request).id);
@@ -94,7 +94,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const { program, base } = currentProgram(request);
     const form = readForm(request);
     try {
-      await updateProgram(db, currentUser(request).id, program.id, programInputOf(form));
+      await updateProgram(db, currentUser(request).id, program.id, programInputOf(form), clock);
       return redirectDone(reply, `${base}/settings`, 'saved');
     } catch (error) {
       return settingsPage(request, reply, { section: 'program', values: form, errors: formErrorsOf(error) });
@@ -122,7 +122,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
         redirectUris: (form.redirectUris ?? '').split(/\r?\n/).map((line) => line.trim()).filter(Boolean),
         clientId: optionalText(form.clientId) ?? null,
         clientSecret: form.clientSecret ? form.clientSecret : null,
-      });
+      }, clock);
       return redirectDone(reply, `${base}/settings#integrations`, 'integration-added');
     } catch (error) {
       return settingsPage(request, reply, { section: 'integration', values: form, errors: formErrorsOf(error) });

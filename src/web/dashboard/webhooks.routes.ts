@@ -147,7 +147,7 @@ function deliveryState(state: string): SafeHtml {
   return html`<span class="badge">Queued</span>`;
 }
 
-export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   const disableAfter = formatDuration(config.webhookDisableAfterMs);
 
   async function listPage(request: FastifyRequest, reply: FastifyReply, options: { created?: CreatedWebhook; values?: FormValues; events?: string[]; errors?: FormErrors } = {}) {
@@ -246,7 +246,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     const page = requestedPage(request);
     const list = splitPage(await getAttemptPage(db, context.id, webhook.id, page), page, path);
     const disabled = webhook.disabled_at !== null;
-    const since = options.since ?? toDateTimeInput(new Date(Date.now() - 86_400_000).toISOString());
+    const since = options.since ?? toDateTimeInput(new Date(clock().getTime() - 86_400_000).toISOString());
     // Rows are newest first: an event's Resend button goes on its newest attempt only.
     const resendable = new Set<string>();
 
@@ -323,14 +323,14 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
   app.post('/webhooks/:webhookId/test', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
-    await sendTestEvent(db, context.id, webhookId);
+    await sendTestEvent(db, context, webhookId);
     return redirectDone(reply, `${base}/webhooks/${webhookId}`, 'test-sent');
   });
 
   app.post('/webhooks/:webhookId/enable', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
-    await enableWebhook(db, context.id, webhookId);
+    await enableWebhook(db, context, webhookId);
     return redirectDone(reply, `${base}/webhooks/${webhookId}`, 'enabled');
   });
 
@@ -338,7 +338,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
     // An event this endpoint never had a delivery of is a 404, as another program's webhook is.
-    await replayEvent(db, context.id, webhookId, readForm(request).eventId ?? '');
+    await replayEvent(db, context, webhookId, readForm(request).eventId ?? '');
     return redirectDone(reply, `${base}/webhooks/${webhookId}`, 'replayed');
   });
 
@@ -356,7 +356,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
       };
       return detailPage(request, reply, { since: form.since, errors });
     }
-    const count = await replayFailedSince(db, context.id, webhookId, since);
+    const count = await replayFailedSince(db, context, webhookId, since);
     return redirectDone(reply, `${base}/webhooks/${webhookId}?count=${count}`, 'resent');
   });
 };

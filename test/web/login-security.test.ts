@@ -1,8 +1,9 @@
-// Login, sign-up and password change are limited per client address and per account, counted
-// in the database and only for requests that pass the CSRF check, so an attacker on the
-// internet can neither guess passwords quickly nor lock everyone else out. The server sits
-// behind a simulated balancer: TRUST_PROXY names 127.0.0.1 (where the test connects from), and
-// each simulated client sends its own address in X-Forwarded-For.
+// Logging in as an attacker on the internet would try it. Login, sign-up and password change
+// are limited per client address and per account, counted in the database and only for
+// requests that pass the CSRF check, so nobody can guess passwords quickly or lock everyone
+// else out. The server sits behind a simulated balancer: TRUST_PROXY names 127.0.0.1 (where
+// the test connects from), and each simulated client sends its own address in X-Forwarded-For.
+// Sessions end on time: the server's clock is moved forward instead of waiting.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
@@ -131,5 +132,17 @@ describe('which address is the client', () => {
     } finally {
       await behindOne.close();
     }
+  });
+});
+
+describe('session lifetime (the clock is moved, not waited for)', () => {
+  it('a session ends after 14 days; the user is sent to log in again', async () => {
+    const user = await BrowserSession.signUp(test.url, uniqueEmail('lifetime'));
+    clockOffsetMs += 13 * 86_400_000;
+    assert.equal((await user.get('/dashboard')).status, 200, 'still logged in on day 13');
+    clockOffsetMs += 86_400_000 + 1000;
+    const expired = await user.get('/dashboard');
+    assert.equal(expired.status, 302);
+    assert.equal(expired.location, '/login?next=%2Fdashboard');
   });
 });
