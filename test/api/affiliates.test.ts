@@ -4,9 +4,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, setProgramCommissionRate, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { ISO_TIME, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const LINK = /^[A-Za-z0-9-]{1,64}$/;
 
 const AFFILIATE_FIELDS = [
@@ -15,11 +14,6 @@ const AFFILIATE_FIELDS = [
   'numberOfClicks', 'totalCommissionEarned',
 ].sort();
 
-let seq = 0;
-/** A unique e-mail for this file's run. */
-function email(prefix = 'aff'): string {
-  return `${prefix}${++seq}-${process.pid}@example.com`;
-}
 
 /** Every field of spec 2.1 is present, with the spec's type, and nothing else. */
 function assertAffiliateShape(body: Record<string, unknown>): void {
@@ -40,8 +34,8 @@ function assertAffiliateShape(body: Record<string, unknown>): void {
   assert.ok((body.commissionRate as number) >= 0 && (body.commissionRate as number) <= 100);
   assert.match(body.link as string, LINK);
   assert.ok(body.status === 'active' || body.status === 'inactive');
-  assert.match(body.createdAt as string, ISO);
-  assert.match(body.updatedAt as string, ISO);
+  assert.match(body.createdAt as string, ISO_TIME);
+  assert.match(body.updatedAt as string, ISO_TIME);
   assert.ok(Number.isInteger(body.numberOfReferredUsers));
   assert.ok(Number.isInteger(body.numberOfClicks));
   assert.equal(typeof body.totalCommissionEarned, 'number');
@@ -83,7 +77,7 @@ describe('affiliates', () => {
   }
 
   async function create(client: ApiClient, body: Record<string, unknown> = {}) {
-    const res = await client.post('/affiliates', { firstName: 'Jane', lastName: 'Doe', email: email(), ...body });
+    const res = await client.post('/affiliates', { firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   }
@@ -91,7 +85,7 @@ describe('affiliates', () => {
   describe('POST /affiliates', () => {
     it('creates an affiliate with every spec field, 201, and stores it', async () => {
       const before = await counts();
-      const mail = email('jane');
+      const mail = uniqueEmail('jane');
       const res = await api.post('/affiliates', { firstName: 'Jane', lastName: 'Doe', email: mail });
       assert.equal(res.status, 201);
       assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -176,16 +170,16 @@ describe('affiliates', () => {
     it('rejects commissionRate above 100, below 0 or with more than 4 decimals (422, nothing written)', async () => {
       const before = await counts();
       for (const rate of [100.0001, 101, -0.5, -1, 12.34567, 0.00001]) {
-        const res = await api.post('/affiliates', { firstName: 'R', lastName: 'S', email: email(), commissionRate: rate });
+        const res = await api.post('/affiliates', { firstName: 'R', lastName: 'S', email: uniqueEmail(), commissionRate: rate });
         assert.deepEqual(assertProblem(res, 422, 'validation_failed'), ['#/commissionRate'], `rate ${rate}`);
       }
-      const wrongType = await api.post('/affiliates', { firstName: 'R', lastName: 'S', email: email(), commissionRate: '20' });
+      const wrongType = await api.post('/affiliates', { firstName: 'R', lastName: 'S', email: uniqueEmail(), commissionRate: '20' });
       assert.deepEqual(assertProblem(wrongType, 422, 'validation_failed'), ['#/commissionRate']);
       assert.deepEqual(await counts(), before);
     });
 
     it('uses a custom affiliateLink as the affiliate link', async () => {
-      const link = `Jane-Custom-${seq}`;
+      const link = unique('Jane-Custom-');
       const a = await create(api, { affiliateLink: link });
       assert.equal(a.link, link, 'the link keeps its letter case');
       const row = await rawDb(t).selectFrom('affiliate_links').selectAll().where('affiliate_id', '=', a.id).executeTakeFirstOrThrow();
@@ -206,7 +200,7 @@ describe('affiliates', () => {
     });
 
     it('trims the e-mail and keeps its letter case', async () => {
-      const mail = email('Trim.Me');
+      const mail = uniqueEmail('Trim.Me');
       const a = await create(api, { email: `  ${mail}  ` });
       assert.equal(a.email, mail);
       assert.equal(a.payoutEmail, mail);
@@ -215,11 +209,11 @@ describe('affiliates', () => {
     });
 
     it('rejects a second affiliate with the same e-mail in any case (409, nothing written)', async () => {
-      const mail = email('dup');
+      const mail = uniqueEmail('dup');
       await create(api, { email: mail });
       const before = await counts();
       for (const variant of [mail, mail.toUpperCase(), ` ${mail.replace('dup', 'DuP')} `]) {
-        const res = await api.post('/affiliates', { firstName: 'X', lastName: 'Y', email: variant, affiliateLink: `fresh-${seq++}` });
+        const res = await api.post('/affiliates', { firstName: 'X', lastName: 'Y', email: variant, affiliateLink: unique('fresh-') });
         assertProblem(res, 409, 'conflict');
         assert.equal(res.body.errors, undefined);
       }
@@ -227,7 +221,7 @@ describe('affiliates', () => {
     });
 
     it('allows the same e-mail in another program', async () => {
-      const mail = email('shared');
+      const mail = uniqueEmail('shared');
       await create(api, { email: mail });
       const other = await t.createTenant();
       const b = await create(other, { email: mail });
@@ -235,11 +229,11 @@ describe('affiliates', () => {
     });
 
     it('rejects a duplicate affiliateLink, ignoring case (409, nothing written)', async () => {
-      const link = `taken-link-${seq}`;
+      const link = unique('taken-link-');
       await create(api, { affiliateLink: link });
       const before = await counts();
       for (const variant of [link, link.toUpperCase()]) {
-        const mail = email('linkdup');
+        const mail = uniqueEmail('linkdup');
         const res = await api.post('/affiliates', { firstName: 'X', lastName: 'Y', email: mail, affiliateLink: variant });
         assertProblem(res, 409, 'conflict');
         const row = await rawDb(t).selectFrom('affiliates').select('id').where('email_key', '=', mail).executeTakeFirst();
@@ -260,19 +254,19 @@ describe('affiliates', () => {
     it('names each invalid field with a JSON pointer (422, nothing written)', async () => {
       const before = await counts();
       const cases: [Record<string, unknown>, string[]][] = [
-        [{ firstName: '', lastName: 'Doe', email: email() }, ['#/firstName']],
-        [{ firstName: 'Jane', lastName: 42, email: email() }, ['#/lastName']],
+        [{ firstName: '', lastName: 'Doe', email: uniqueEmail() }, ['#/firstName']],
+        [{ firstName: 'Jane', lastName: 42, email: uniqueEmail() }, ['#/lastName']],
         [{ firstName: 'Jane', lastName: 'Doe', email: 'not-an-email' }, ['#/email']],
         [{ firstName: 'Jane', lastName: 'Doe', email: 'a b@example.com' }, ['#/email']],
         [{ firstName: 'Jane', lastName: 'Doe', email: null }, ['#/email']],
-        [{ firstName: 'Jane', lastName: 'Doe', email: email(), affiliateLink: 'has space' }, ['#/affiliateLink']],
-        [{ firstName: 'Jane', lastName: 'Doe', email: email(), affiliateLink: 'under_score' }, ['#/affiliateLink']],
-        [{ firstName: 'Jane', lastName: 'Doe', email: email(), affiliateLink: '' }, ['#/affiliateLink']],
-        [{ firstName: 'Jane', lastName: 'Doe', email: email(), affiliateLink: 'a'.repeat(65) }, ['#/affiliateLink']],
-        [{ firstName: 'Jane', lastName: 'Doe', email: email(), status: 'paused' }, ['#/status']],
-        [{ firstName: 'x'.repeat(201), lastName: 'Doe', email: email() }, ['#/firstName']],
-        [{ firstName: '   ', lastName: 'Doe', email: email() }, ['#/firstName']],
-        [{ firstName: 'Jane', lastName: '\t', email: email() }, ['#/lastName']],
+        [{ firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), affiliateLink: 'has space' }, ['#/affiliateLink']],
+        [{ firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), affiliateLink: 'under_score' }, ['#/affiliateLink']],
+        [{ firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), affiliateLink: '' }, ['#/affiliateLink']],
+        [{ firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), affiliateLink: 'a'.repeat(65) }, ['#/affiliateLink']],
+        [{ firstName: 'Jane', lastName: 'Doe', email: uniqueEmail(), status: 'paused' }, ['#/status']],
+        [{ firstName: 'x'.repeat(201), lastName: 'Doe', email: uniqueEmail() }, ['#/firstName']],
+        [{ firstName: '   ', lastName: 'Doe', email: uniqueEmail() }, ['#/firstName']],
+        [{ firstName: 'Jane', lastName: '\t', email: uniqueEmail() }, ['#/lastName']],
         [{ firstName: 1, lastName: 2, email: 3, commissionRate: 'x', affiliateLink: '!' }, ['#/affiliateLink', '#/commissionRate', '#/email', '#/firstName', '#/lastName']],
       ];
       for (const [body, expected] of cases) {
@@ -284,7 +278,7 @@ describe('affiliates', () => {
     });
 
     it('accepts a link of exactly 64 characters', async () => {
-      const link = `L${seq}`.padEnd(64, 'x');
+      const link = unique('L').padEnd(64, 'x');
       const a = await create(api, { affiliateLink: link });
       assert.equal(a.link, link);
     });
@@ -313,7 +307,7 @@ describe('affiliates', () => {
       const res = await fetch(`${t.url}/api/v1/affiliates`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ firstName: 'A', lastName: 'B', email: email() }),
+        body: JSON.stringify({ firstName: 'A', lastName: 'B', email: uniqueEmail() }),
       });
       assert.equal(res.status, 401);
       assert.equal(res.headers.get('www-authenticate'), 'Bearer');
@@ -331,7 +325,7 @@ describe('affiliates', () => {
     });
 
     it('returns the affiliate by e-mail in any letter case', async () => {
-      const mail = email('Case.Look');
+      const mail = uniqueEmail('Case.Look');
       const a = await create(api, { email: mail });
       for (const variant of [mail, mail.toLowerCase(), mail.toUpperCase()]) {
         const res = await api.get(`/affiliates?email=${encodeURIComponent(variant)}`);
@@ -352,7 +346,7 @@ describe('affiliates', () => {
 
     it('returns 404 for an unknown id or e-mail', async () => {
       assertProblem(await api.get('/affiliates?id=00000000-0000-4000-8000-000000000000'), 404, 'not_found');
-      assertProblem(await api.get(`/affiliates?email=${encodeURIComponent(email('nobody'))}`), 404, 'not_found');
+      assertProblem(await api.get(`/affiliates?email=${encodeURIComponent(uniqueEmail('nobody'))}`), 404, 'not_found');
     });
 
     it('returns 404 for an affiliate of another program', async () => {

@@ -3,12 +3,11 @@ import assert from 'node:assert/strict';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import type { Coupon, NestedPromotionalCode, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
 import { assertProblem, assertNewestFirst } from '../helpers/api-assertions.ts';
+import { ISO_TIME, newCoupon, unique, UUID } from '../helpers/fixtures.ts';
 
 // Contract tests of POST /coupons and GET /coupons (spec 2.5, 4.2; CONTRACT.md "One object or a
 // list", "Lists", "Values"). Every test talks HTTP to a real server over a real SQLite file.
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 const COUPON_KEYS = [
   'id', 'name', 'externalId', 'couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths',
@@ -41,11 +40,11 @@ function assertCouponShape(c: Coupon, withCodes = true): void {
   assert.equal(typeof c.limitToProducts, 'boolean');
   assert.ok(Array.isArray(c.productIds) && c.productIds.every((p) => typeof p === 'string'));
   assert.equal(typeof c.valid, 'boolean');
-  assert.ok(c.redeemBy === null || ISO.test(c.redeemBy));
+  assert.ok(c.redeemBy === null || ISO_TIME.test(c.redeemBy));
   assert.ok(isNullOr(c.integrationType, 'string'));
   assert.match(c.affiliateProgramId, UUID);
-  assert.match(c.createdAt, ISO);
-  assert.match(c.updatedAt, ISO);
+  assert.match(c.createdAt, ISO_TIME);
+  assert.match(c.updatedAt, ISO_TIME);
   if (withCodes) {
     assert.ok(Array.isArray(c.promotionalCodes));
     for (const code of c.promotionalCodes) assertNestedCodeShape(code);
@@ -70,8 +69,6 @@ function assertNestedCodeShape(code: NestedPromotionalCode): void {
 
 const tick = () => new Promise((resolve) => setTimeout(resolve, 3));
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}-${++seq}-${Date.now().toString(36)}`;
 
 describe('coupons', () => {
   let t: TestServer;
@@ -97,10 +94,9 @@ describe('coupons', () => {
   }
 
   async function createCoupon(body: Record<string, unknown>, client: ApiClient = api): Promise<Coupon> {
-    const res = await client.post('/coupons', { name: unique('Coupon'), couponType: 'PERCENTAGE', percentOff: 10, ...body });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body as Coupon;
+    return newCoupon<Coupon>(client, body);
   }
+
 
   async function createCode(body: Record<string, unknown>, client: ApiClient = api): Promise<PromotionalCode> {
     const res = await client.post('/promotional-codes', body);
@@ -286,7 +282,7 @@ describe('coupons', () => {
       assertProblem(res, 422, 'validation_failed', '#/percentOff');
     });
 
-    it('rejects a currency that is not an ISO 4217 code (422 at #/currency)', async () => {
+    it('rejects a currency that is not an ISO_TIME 4217 code (422 at #/currency)', async () => {
       for (const currency of ['XYZ', 'US', 'DOLLARS', 'U$D', 5]) {
         const res = await api.post('/coupons', { name: 'Bad currency', couponType: 'FLAT', amountOff: 5, currency });
         assertProblem(res, 422, 'validation_failed', '#/currency');

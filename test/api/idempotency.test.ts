@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { idempotencyRequestHash } from '../../src/http/idempotency.ts';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { raceNote } from '../helpers/test-database.ts';
 
 describe('Idempotency-Key', () => {
   let t: TestServer;
@@ -46,7 +47,7 @@ describe('Idempotency-Key', () => {
     assert.equal(await countSales(api.programId), before);
   });
 
-  it('answers 409 while a request with the key is still running', async () => {
+  it('answers 409 while a request with the key is still running' + raceNote, async () => {
     // A claimed key whose request has not finished, as another process leaves it mid-flight.
     const body = { referralId, totalEarned: 7 };
     await rawDb(t)
@@ -79,7 +80,7 @@ describe('Idempotency-Key', () => {
     assert.equal(rows.length, 1, 'twenty parallel requests with one key write one sale');
   });
 
-  it('takes over a key left running past the lease (its request died before committing) and does the work once', async () => {
+  it('takes over a key left running past the lease (its request died before committing) and does the work once' + raceNote, async () => {
     const body = { referralId, totalEarned: 9 };
     const stale = new Date(Date.now() - 31_000).toISOString();
     for (const [key, lockedAt] of [['key-dead', stale], ['key-dead-legacy', null]] as const) {

@@ -4,15 +4,11 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { ISO_TIME, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const LINK = /^[A-Za-z0-9-]{1,64}$/;
 const LINK_FIELDS = ['id', 'link', 'createdAt', 'updatedAt', 'affiliate', 'program', 'clicks', 'referrals', 'sales', 'totalRevenue', 'fullURLs'].sort();
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}-${++seq}-${process.pid}`;
-const email = (prefix = 'aff') => `${unique(prefix)}@example.com`;
 
 interface Affiliate {
   id: string;
@@ -27,8 +23,8 @@ function assertLinkShape(body: ApiResponse['body']): void {
   assert.deepEqual(Object.keys(body).sort(), LINK_FIELDS);
   assert.match(body.id, UUID);
   assert.match(body.link, LINK);
-  assert.match(body.createdAt, ISO);
-  assert.match(body.updatedAt, ISO);
+  assert.match(body.createdAt, ISO_TIME);
+  assert.match(body.updatedAt, ISO_TIME);
   assert.deepEqual(Object.keys(body.affiliate).sort(), ['email', 'id', 'name']);
   assert.match(body.affiliate.id, UUID);
   assert.equal(typeof body.affiliate.name, 'string');
@@ -60,7 +56,7 @@ describe('links', () => {
   after(() => t.close());
 
   async function createAffiliate(client = api, body: Record<string, unknown> = {}): Promise<Affiliate> {
-    const res = await client.post('/affiliates', { firstName: 'Lina', lastName: 'Link', email: email(), ...body });
+    const res = await client.post('/affiliates', { firstName: 'Lina', lastName: 'Link', email: uniqueEmail(), ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   }
@@ -197,7 +193,7 @@ describe('links', () => {
 
     it('accepts a 64-character link of letters, digits and hyphens', async () => {
       const aff = await createAffiliate();
-      const link = `${seq}-AbC-`.padEnd(64, '9');
+      const link = `${unique('n')}-AbC-`.padEnd(64, '9');
       const res = await api.post('/links', { link, affiliateId: aff.id });
       assert.equal(res.status, 201);
       assert.equal(res.body.link, link);
@@ -220,7 +216,7 @@ describe('links', () => {
       const foreign = await createAffiliate(other);
       const before = await counts();
       assertProblem(await api.post('/links', { link: unique('u'), affiliateId: '00000000-0000-4000-8000-000000000000' }), 404, 'not_found');
-      assertProblem(await api.post('/links', { link: unique('u'), affiliateEmail: email('nobody') }), 404, 'not_found');
+      assertProblem(await api.post('/links', { link: unique('u'), affiliateEmail: uniqueEmail('nobody') }), 404, 'not_found');
       assertProblem(await api.post('/links', { link: unique('u'), affiliateId: foreign.id }), 404, 'not_found');
       assertProblem(await api.post('/links', { link: unique('u'), affiliateEmail: foreign.email }), 404, 'not_found');
       assert.deepEqual(await counts(), before);

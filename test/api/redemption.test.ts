@@ -5,14 +5,14 @@ import { createServer } from 'node:net';
 import { apiClient, rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import type { Coupon, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { raceNote } from '../helpers/test-database.ts';
+import { ISO_TIME, newAffiliate, newCode, newCoupon, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
 // Promotional code redemption through POST /referrals and POST /sales (spec 4.2 rules;
 // CONTRACT.md "Promotional code redemption"; docs/api.md "Redemption"): every failure reason
 // through both endpoints, the "writes nothing" guarantee, successful redemption, and the
 // atomicity of maxRedemptions under 200 concurrent requests.
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 interface Affiliate {
   id: string;
@@ -32,9 +32,6 @@ type Reason =
   | 'promo_code_customer_restricted'
   | 'promo_code_not_assigned';
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}${++seq}${Date.now().toString(36).toUpperCase()}`;
-const freshEmail = () => `${unique('buyer').toLowerCase()}@example.com`;
 
 /** A free TCP port on 127.0.0.1. */
 function freePort(): Promise<number> {
@@ -97,22 +94,19 @@ describe('promotional code redemption', () => {
   // ---- fixtures -------------------------------------------------------------------------
 
   async function createAffiliate(client: ApiClient = api): Promise<Affiliate> {
-    const res = await client.post('/affiliates', { firstName: 'Aff', lastName: unique('L'), email: `${unique('aff').toLowerCase()}@example.com` });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body as Affiliate;
+    return newAffiliate<Affiliate>(client);
   }
+
 
   async function createCoupon(body: Record<string, unknown> = {}, client: ApiClient = api): Promise<Coupon> {
-    const res = await client.post('/coupons', { name: unique('Coupon'), couponType: 'PERCENTAGE', percentOff: 10, ...body });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body as Coupon;
+    return newCoupon<Coupon>(client, body);
   }
 
+
   async function createCode(body: Record<string, unknown>, client: ApiClient = api): Promise<PromotionalCode> {
-    const res = await client.post('/promotional-codes', { code: unique('CODE'), ...body });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body as PromotionalCode;
+    return newCode<PromotionalCode>(client, body);
   }
+
 
   /** An affiliate, a coupon and a code assigned to the affiliate (unless `assign` is false). */
   async function fixture(options: { coupon?: Record<string, unknown>; code?: Record<string, unknown>; assign?: boolean } = {}) {
@@ -123,14 +117,14 @@ describe('promotional code redemption', () => {
   }
 
   const referWith = (promoCode: string, extra: Record<string, unknown> = {}, client: ApiClient = api) =>
-    client.post('/referrals', { name: 'Referred User', email: freshEmail(), referredUserExternalId: unique('cus_'), promoCode, ...extra });
+    client.post('/referrals', { name: 'Referred User', email: uniqueEmail(), referredUserExternalId: unique('cus_'), promoCode, ...extra });
 
   const sellWith = (promoCode: string, extra: Record<string, unknown> = {}, client: ApiClient = api) =>
-    client.post('/sales', { totalEarned: 100, name: 'New Customer', email: freshEmail(), promoCode, ...extra });
+    client.post('/sales', { totalEarned: 100, name: 'New Customer', email: uniqueEmail(), promoCode, ...extra });
 
   /** A customer (a referral) of `affiliate`, made without any promotional code. */
   async function customerOf(affiliate: Affiliate, externalId = unique('cus_')) {
-    const res = await api.post('/referrals', { name: 'Customer', email: freshEmail(), referredUserExternalId: externalId, affiliateId: affiliate.id });
+    const res = await api.post('/referrals', { name: 'Customer', email: uniqueEmail(), referredUserExternalId: externalId, affiliateId: affiliate.id });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body as { id: string; email: string; affiliateId: string; referredUserExternalId: string };
   }
@@ -462,7 +456,7 @@ describe('promotional code redemption', () => {
     it('POST /referrals with promoCode: 201, credits the code\'s affiliate, increments both counts, writes the events', async () => {
       const { code, coupon, affiliate } = await fixture({ code: { maxRedemptions: 5 } });
       const before = await snapshot();
-      const email = freshEmail();
+      const email = uniqueEmail();
       const res = await api.post('/referrals', { name: ' Grace Hopper ', email, referredUserExternalId: 'cus_grace', promoCode: code.code.toLowerCase(), plan: 'pro' });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assert.deepEqual(res.body, {
@@ -496,7 +490,7 @@ describe('promotional code redemption', () => {
       assert.deepEqual(JSON.parse(newEvents.find((e) => e.type === 'promotional_code.redeemed')!.data), redeemed);
       for (const e of newEvents) {
         assert.match(e.id, /^evt_/);
-        assert.match(String(e.created_at), ISO);
+        assert.match(String(e.created_at), ISO_TIME);
       }
 
       const aff = (await api.get(`/affiliates?id=${affiliate.id}`)).body as { numberOfReferredUsers: number };
@@ -506,12 +500,12 @@ describe('promotional code redemption', () => {
     it('POST /sales with promoCode: 201, a new customer of the code\'s affiliate, commission, counts and events', async () => {
       const { code, coupon, affiliate } = await fixture({ code: { minimumAmount: 10 } });
       const before = await snapshot();
-      const email = freshEmail();
+      const email = uniqueEmail();
       const res = await api.post('/sales', { totalEarned: 80, name: 'Linus', email, promoCode: code.code, externalId: 'ch_1', externalInvoiceId: 'in_1' });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       assert.ok(Number.isInteger(res.body.id));
       assert.match(res.body.referralId, UUID);
-      assert.match(res.body.createdAt, ISO);
+      assert.match(res.body.createdAt, ISO_TIME);
       assert.deepEqual(res.body, {
         id: res.body.id,
         affiliateId: affiliate.id,
@@ -576,7 +570,7 @@ describe('promotional code redemption', () => {
   // ---- concurrency -------------------------------------------------------------------------
 
   describe('concurrency', () => {
-    it('200 parallel referrals on a code with maxRedemptions 50: exactly 50 succeed', async () => {
+    it('200 parallel referrals on a code with maxRedemptions 50: exactly 50 succeed' + raceNote, async () => {
       const tenant = await t.createTenant();
       const affiliate = await createAffiliate(tenant);
       const coupon = await createCoupon({}, tenant);
@@ -610,7 +604,7 @@ describe('promotional code redemption', () => {
       assert.equal(Number(state.links.find((l) => l.affiliate_id === affiliate.id)!.referrals), 50);
     });
 
-    it('200 parallel sales over 3 codes sharing a coupon with maxRedemptions 50: exactly 50 succeed', async () => {
+    it('200 parallel sales over 3 codes sharing a coupon with maxRedemptions 50: exactly 50 succeed' + raceNote, async () => {
       const tenant = await t.createTenant({ commissionRate: 10 });
       const affiliates = [await createAffiliate(tenant), await createAffiliate(tenant), await createAffiliate(tenant)];
       const coupon = await createCoupon({ maxRedemptions: 50 }, tenant);
@@ -648,7 +642,7 @@ describe('promotional code redemption', () => {
       assert.equal(got.valid, false);
     });
 
-    it('20 parallel sales of one customer with a firstTimeOrder code: exactly one first order', async () => {
+    it('20 parallel sales of one customer with a firstTimeOrder code: exactly one first order' + raceNote, async () => {
       const tenant = await t.createTenant();
       const affiliate = await createAffiliate(tenant);
       const coupon = await createCoupon({}, tenant);

@@ -4,13 +4,10 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem, nextPath } from '../helpers/api-assertions.ts';
+import { unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const REFERRAL_FIELDS = ['id', 'affiliateId', 'name', 'email', 'referredUserExternalId', 'plan', 'status'].sort();
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}-${++seq}-${process.pid}`;
-const email = (prefix = 'user') => `${unique(prefix)}@example.com`;
 
 interface Affiliate {
   id: string;
@@ -41,7 +38,7 @@ describe('referrals', () => {
   after(() => t.close());
 
   async function createAffiliate(client = api, body: Record<string, unknown> = {}): Promise<Affiliate> {
-    const res = await client.post('/affiliates', { firstName: 'Rita', lastName: 'Ref', email: email('aff'), ...body });
+    const res = await client.post('/affiliates', { firstName: 'Rita', lastName: 'Ref', email: uniqueEmail('aff'), ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   }
@@ -100,7 +97,7 @@ describe('referrals', () => {
   }
 
   function body(extra: Record<string, unknown>) {
-    return { name: 'Ursula User', email: email(), referredUserExternalId: unique('cus'), ...extra };
+    return { name: 'Ursula User', email: uniqueEmail(), referredUserExternalId: unique('cus'), ...extra };
   }
 
   describe('POST /referrals', () => {
@@ -136,7 +133,7 @@ describe('referrals', () => {
 
     it('accepts plan and status (any case, returned lowercase), trims name and e-mail', async () => {
       const aff = await createAffiliate();
-      const mail = email('Trim');
+      const mail = uniqueEmail('Trim');
       const res = await api.post('/referrals', body({ affiliateId: aff.id, name: '  Pat  ', email: ` ${mail} `, plan: 'pro-yearly', status: 'INACTIVE' }));
       assert.equal(res.status, 201);
       assert.equal(res.body.name, 'Pat');
@@ -268,7 +265,7 @@ describe('referrals', () => {
       for (const sent of [
         { affiliateId: '00000000-0000-4000-8000-000000000000' },
         { affiliateId: unique('no-such-link') },
-        { affiliateEmail: email('nobody') },
+        { affiliateEmail: uniqueEmail('nobody') },
         { affiliateId: foreign.id },
         { affiliateId: foreign.link },
         { affiliateEmail: foreign.email },
@@ -282,7 +279,7 @@ describe('referrals', () => {
     it('rejects a second referral with the same e-mail in any case (409, counters and events unchanged)', async () => {
       const aff = await createAffiliate();
       const code = await createCode(aff.id);
-      const mail = email('Dup');
+      const mail = uniqueEmail('Dup');
       assert.equal((await api.post('/referrals', body({ affiliateId: aff.id, email: mail }))).status, 201);
       const before = await counts();
       const linkCount = await linkReferrals(await primaryLinkId(aff.id));
@@ -300,7 +297,7 @@ describe('referrals', () => {
     });
 
     it('allows the same referral e-mail in another program', async () => {
-      const mail = email('both');
+      const mail = uniqueEmail('both');
       assert.equal((await api.post('/referrals', body({ affiliateId: (await createAffiliate()).id, email: mail }))).status, 201);
       const other = await t.createTenant();
       const aff = await createAffiliate(other);

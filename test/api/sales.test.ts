@@ -4,14 +4,10 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, setProgramCommissionRate, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem, nextPath } from '../helpers/api-assertions.ts';
+import { ISO_TIME, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SALE_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'externalInvoiceId', 'name', 'email', 'totalEarned', 'commissionRate', 'createdAt'].sort();
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}-${++seq}-${process.pid}`;
-const email = (prefix = 'cust') => `${unique(prefix)}@example.com`;
 
 interface Affiliate {
   id: string;
@@ -49,7 +45,7 @@ function assertSaleShape(body: Record<string, unknown>): void {
   assert.equal(typeof body.email, 'string');
   assert.equal(typeof body.totalEarned, 'number');
   assert.equal(typeof body.commissionRate, 'number');
-  assert.match(body.createdAt as string, ISO);
+  assert.match(body.createdAt as string, ISO_TIME);
 }
 
 /** The contract's rule, independently: minor × rate% / 100, rounded half away from zero. */
@@ -70,13 +66,13 @@ describe('sales', () => {
   after(() => t.close());
 
   async function createAffiliate(client = api, body: Record<string, unknown> = {}): Promise<Affiliate> {
-    const res = await client.post('/affiliates', { firstName: 'Sam', lastName: 'Seller', email: email('aff'), ...body });
+    const res = await client.post('/affiliates', { firstName: 'Sam', lastName: 'Seller', email: uniqueEmail('aff'), ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   }
 
   async function createReferral(client: ApiClient, extra: Record<string, unknown>): Promise<Referral> {
-    const res = await client.post('/referrals', { name: 'Carla Customer', email: email(), referredUserExternalId: unique('cus'), ...extra });
+    const res = await client.post('/referrals', { name: 'Carla Customer', email: uniqueEmail(), referredUserExternalId: unique('cus'), ...extra });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body;
   }
@@ -176,11 +172,11 @@ describe('sales', () => {
       const aff = await createAffiliate();
       const primary = await primaryLinkId(aff.id);
       const before = await snapshot();
-      assert.deepEqual(assertProblem(await api.post('/sales', { referralId: aff.id, totalEarned: 10, email: email() }), 422, 'validation_failed'), ['#/name']);
+      assert.deepEqual(assertProblem(await api.post('/sales', { referralId: aff.id, totalEarned: 10, email: uniqueEmail() }), 422, 'validation_failed'), ['#/name']);
       assert.deepEqual(assertProblem(await api.post('/sales', { referralId: aff.id, totalEarned: 10, name: 'No Mail' }), 422, 'validation_failed'), ['#/email']);
       assert.deepEqual(await snapshot(), before, 'a rejected sale writes nothing, not even the customer');
 
-      const mail = email('New');
+      const mail = uniqueEmail('New');
       const s = await sale(api, { referralId: aff.id, totalEarned: 10, name: 'Nina New', email: mail });
       assert.equal(s.affiliateId, aff.id);
       assert.equal(s.name, 'Nina New');
@@ -203,7 +199,7 @@ describe('sales', () => {
     it('referralId = a link string (any case): credits that link with sales and totalRevenue', async () => {
       const aff = await createAffiliate();
       const side = (await api.post('/links', { link: unique('Promo-Link'), affiliateId: aff.id })).body;
-      const s = await sale(api, { referralId: side.link.toUpperCase(), totalEarned: 120.5, name: 'Lou Link', email: email() });
+      const s = await sale(api, { referralId: side.link.toUpperCase(), totalEarned: 120.5, name: 'Lou Link', email: uniqueEmail() });
       assert.equal(s.affiliateId, aff.id);
       assert.equal((await saleRow(s.id)).link_id, side.id);
       await sale(api, { referralId: side.link, totalEarned: 0.5, email: s.email });
@@ -223,12 +219,12 @@ describe('sales', () => {
 
     it('rejects a blank customer name (422)', async () => {
       const aff = await createAffiliate();
-      assert.deepEqual(assertProblem(await api.post('/sales', { referralId: aff.id, totalEarned: 1, name: '  ', email: email() }), 422, 'validation_failed'), ['#/name']);
+      assert.deepEqual(assertProblem(await api.post('/sales', { referralId: aff.id, totalEarned: 1, name: '  ', email: uniqueEmail() }), 422, 'validation_failed'), ['#/name']);
     });
 
     it('email: finds the referral by e-mail in any case', async () => {
       const aff = await createAffiliate();
-      const ref = await createReferral(api, { affiliateId: aff.id, email: email('ByMail') });
+      const ref = await createReferral(api, { affiliateId: aff.id, email: uniqueEmail('ByMail') });
       const before = await snapshot();
       const s = await sale(api, { email: `  ${ref.email.toUpperCase()} `, totalEarned: 30, name: 'Other Name' });
       assert.equal(s.referralId, ref.id);
@@ -243,7 +239,7 @@ describe('sales', () => {
 
     it('email of nobody and no promoCode: 404, nothing written', async () => {
       const before = await snapshot();
-      assertProblem(await api.post('/sales', { email: email('ghost'), totalEarned: 10, name: 'Ghost' }), 404, 'not_found');
+      assertProblem(await api.post('/sales', { email: uniqueEmail('ghost'), totalEarned: 10, name: 'Ghost' }), 404, 'not_found');
       assert.deepEqual(await snapshot(), before);
     });
 
@@ -253,10 +249,10 @@ describe('sales', () => {
       const before = await snapshot();
       assert.deepEqual(assertProblem(await api.post('/sales', { promoCode: code.code, totalEarned: 20 }), 422, 'validation_failed'), ['#/name']);
       assert.deepEqual(assertProblem(await api.post('/sales', { promoCode: code.code, totalEarned: 20, name: 'Pam' }), 422, 'validation_failed'), ['#/email']);
-      assert.deepEqual(assertProblem(await api.post('/sales', { promoCode: code.code, totalEarned: 20, email: email() }), 422, 'validation_failed'), ['#/name']);
+      assert.deepEqual(assertProblem(await api.post('/sales', { promoCode: code.code, totalEarned: 20, email: uniqueEmail() }), 422, 'validation_failed'), ['#/name']);
       assert.deepEqual(await snapshot(), before, 'nothing written, nothing redeemed');
 
-      const mail = email('promo');
+      const mail = uniqueEmail('promo');
       const s = await sale(api, { promoCode: code.code.toLowerCase(), totalEarned: 20, name: 'Pam Promo', email: mail });
       assert.equal(s.affiliateId, aff.id);
       assert.equal(s.email, mail);
@@ -289,7 +285,7 @@ describe('sales', () => {
       assertProblem(await api.post('/sales', { referralId: ref.id, promoCode: exhausted.code, totalEarned: 10 }), 422, 'promo_code_exhausted');
       assertProblem(await api.post('/sales', { referralId: ref.id, promoCode: minimum.code, totalEarned: 49.99 }), 422, 'promo_code_minimum_amount');
       // A new customer is inserted before the code check fails: it must roll back too.
-      assertProblem(await api.post('/sales', { promoCode: exhausted.code, totalEarned: 10, name: 'N', email: email() }), 422, 'promo_code_exhausted');
+      assertProblem(await api.post('/sales', { promoCode: exhausted.code, totalEarned: 10, name: 'N', email: uniqueEmail() }), 422, 'promo_code_exhausted');
       assertProblem(await api.post('/sales', { referralId: ref.id, promoCode: unique('NOPE'), totalEarned: 10 }), 404, 'not_found');
       assert.deepEqual(await snapshot(), before);
       assert.equal((await sale(api, { referralId: ref.id, promoCode: minimum.code, totalEarned: 50 })).affiliateId, aff.id);
@@ -298,7 +294,7 @@ describe('sales', () => {
     it('needs referralId, email or promoCode (422), and totalEarned (422)', async () => {
       const before = await snapshot();
       assert.deepEqual(assertProblem(await api.post('/sales', { totalEarned: 10, name: 'X' }), 422, 'validation_failed'), ['#/referralId']);
-      assert.deepEqual(assertProblem(await api.post('/sales', { email: email() }), 422, 'validation_failed'), ['#/totalEarned']);
+      assert.deepEqual(assertProblem(await api.post('/sales', { email: uniqueEmail() }), 422, 'validation_failed'), ['#/totalEarned']);
       assert.deepEqual(assertProblem(await api.post('/sales', {}), 422, 'validation_failed'), ['#/totalEarned']);
       assert.deepEqual(await snapshot(), before);
     });
@@ -309,7 +305,7 @@ describe('sales', () => {
       const foreignRef = await createReferral(other, { affiliateId: foreignAff.id });
       const before = await snapshot();
       for (const referralId of ['00000000-0000-4000-8000-000000000000', unique('no-such-link'), foreignRef.id, foreignAff.id, foreignAff.link]) {
-        assertProblem(await api.post('/sales', { referralId, totalEarned: 10, name: 'N', email: email() }), 404, 'not_found');
+        assertProblem(await api.post('/sales', { referralId, totalEarned: 10, name: 'N', email: uniqueEmail() }), 404, 'not_found');
       }
       assert.deepEqual(await snapshot(), before);
       const otherState = await snapshot(other.programId);

@@ -10,6 +10,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { loadConfig } from '../../src/config.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { testDialect } from '../helpers/test-database.ts';
+import { runTandem, type CliRun } from '../helpers/cli.ts';
 
 /** The running server's token cache: short, so a revocation by the CLI shows quickly. */
 const TOKEN_CACHE_MS = 500;
@@ -20,41 +21,8 @@ const TOKEN_CACHE_MS = 500;
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  /** The last stdout line parsed as JSON (commands run with --json). */
-  json: Record<string, unknown>;
-}
-
-function tandem(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/tandem', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'silent', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      let json: Record<string, unknown> = {};
-      if (args.includes('--json')) {
-        const last = stdout.trimEnd().split('\n').at(-1) ?? '';
-        try {
-          json = JSON.parse(last) as Record<string, unknown>;
-        } catch {
-          return reject(new Error(`the last stdout line of tandem ${args.join(' ')} is not JSON: ${JSON.stringify(stdout)} (stderr ${stderr})`));
-        }
-        if (typeof json !== 'object' || json === null || Array.isArray(json)) return reject(new Error(`the last stdout line is not a JSON object: ${last}`));
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-  });
-}
+type Run = CliRun;
+const tandem = runTandem;
 
 /** A failed command: non-zero exit, one line on stderr naming the reason, no stack trace. */
 function assertUsageFailure(run: Run, reason: RegExp): void {

@@ -1,47 +1,19 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../../src/db/database.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { runTandem, type CliRun } from '../helpers/cli.ts';
 
 // `tandem integration add | list | remove`: the operator's list of tools allowed to use the
 // connect flow, run as operators run it, on the dialect under test.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ZAPIER_CALLBACK = 'https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  json: Record<string, any>;
-}
 
 let database: TestDatabase;
 
-function tandem(args: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/tandem', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: database.url, SITE_URL: 'https://affiliates.example.com' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const last = stdout.trimEnd().split('\n').at(-1) ?? '';
-      let json: Record<string, any> = {};
-      if (args.includes('--json')) json = JSON.parse(last) as Record<string, any>;
-      resolve({ code, stdout, stderr, json });
-    });
-  });
-}
+const tandem = (args: string[]) => runTandem(args, { DATABASE_URL: database.url, SITE_URL: 'https://affiliates.example.com' });
 
-function assertFailure(run: Run, reason: RegExp): void {
+function assertFailure(run: CliRun, reason: RegExp): void {
   assert.notEqual(run.code, 0, run.stdout);
   assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
   assert.match(run.stderr, reason);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { csrfOf, WebClient, type WebResponse } from './web-client.ts';
+import { uniqueEmail } from './fixtures.ts';
 
 // A signed-in browser over plain HTTP for dashboard tests: signs up through the real forms,
 // keeps the session cookie (WebClient), and submits forms the way a browser does — load the
@@ -7,12 +8,7 @@ import { csrfOf, WebClient, type WebResponse } from './web-client.ts';
 
 export const PASSWORD = 'a long password';
 
-let accounts = 0;
-
-/** A unique e-mail for this process. */
-export function uniqueEmail(prefix = 'user'): string {
-  return `${prefix}${++accounts}-${process.pid}-${Date.now()}@example.com`;
-}
+export { uniqueEmail } from './fixtures.ts';
 
 export class BrowserSession extends WebClient {
   constructor(

@@ -6,9 +6,9 @@ import type { ApiClient, ApiResponse } from './test-server.ts';
 
 let seq = 0;
 
-/** A string no other call in this process returns: `prefix-7-12345`. */
+/** A string no other call in this process returns, letters and digits only: `Code7x12345`. */
 export function unique(prefix: string): string {
-  return `${prefix}-${++seq}-${process.pid}`;
+  return `${prefix}${++seq}x${process.pid}`;
 }
 
 /** A unique, lower-case e-mail address. */

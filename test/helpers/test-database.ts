@@ -11,6 +11,14 @@ export type TestDialect = 'sqlite' | 'postgres';
 
 export const testDialect: TestDialect = process.env.TEST_DIALECT === 'postgres' ? 'postgres' : 'sqlite';
 
+/**
+ * Appended to the title of a test that fires parallel requests at one server: only PostgreSQL
+ * (a pool of connections) can race them; SQLite's one connection runs them one at a time, so
+ * there the test checks the outcome of a burst, not the race. Races between processes (two
+ * servers on one SQLite file) are real on both dialects and are not marked.
+ */
+export const raceNote = testDialect === 'postgres' ? ' (a real race on PostgreSQL)' : ' (SQLite: serialised, so the outcome of a burst, not a race)';
+
 /** The server to create test databases on (trust auth on the CI machine). */
 export const postgresAdminUrl = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 

@@ -57,3 +57,9 @@ export function csrfOf(page: string): string {
   assert.ok(match, 'the page has a form with a CSRF token');
   return match[1]!;
 }
+
+/** Where a page's "Next" pager link points (rel="next"), or null on the last page. */
+export function nextLink(page: string): string | null {
+  const match = /<a href="([^"]+)" rel="next">/.exec(page);
+  return match ? match[1]!.replaceAll('&amp;', '&') : null;
+}

@@ -11,12 +11,10 @@ import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/t
 import { apiClient, type ApiClient, type ApiResponse } from '../helpers/test-server.ts';
 import { runTandem, seedTenant, startServerProcesses, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts';
+import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 
 const PROCESSES = 2;
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}${++seq}x${Date.now().toString(36)}`;
-const freshEmail = (prefix = 'buyer') => `${unique(prefix).toLowerCase()}@example.com`;
 
 interface Affiliate {
   id: string;
@@ -62,7 +60,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     return res.body as T;
   }
 
-  const createAffiliate = (i = 0) => via(i).post('/affiliates', { firstName: 'Multi', lastName: unique('P'), email: freshEmail('aff') }).then(created<Affiliate>);
+  const createAffiliate = (i = 0) => via(i).post('/affiliates', { firstName: 'Multi', lastName: unique('P'), email: uniqueEmail('aff') }).then(created<Affiliate>);
   const createCoupon = (body: Record<string, unknown> = {}) =>
     via(0).post('/coupons', { name: unique('Coupon'), couponType: 'PERCENTAGE', percentOff: 10, ...body }).then(created<{ id: string }>);
   const createCode = (body: Record<string, unknown>) => via(1).post('/promotional-codes', { code: unique('CODE'), ...body }).then(created<{ id: string; code: string }>);
@@ -74,7 +72,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
 
     const outcomes = await Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        attempt(via(i), 'POST', '/referrals', { name: `Buyer ${i}`, email: freshEmail(), referredUserExternalId: `ext-${i}`, promoCode: code.code }),
+        attempt(via(i), 'POST', '/referrals', { name: `Buyer ${i}`, email: uniqueEmail(), referredUserExternalId: `ext-${i}`, promoCode: code.code }),
       ),
     );
     assertNo500(outcomes);
@@ -101,7 +99,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
 
     const outcomes = await Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        attempt(via(i), 'POST', '/sales', { name: `Buyer ${i}`, email: freshEmail(), totalEarned: 10 + (i % 7), promoCode: codes[Math.floor(i / 3) % 3]!.code }),
+        attempt(via(i), 'POST', '/sales', { name: `Buyer ${i}`, email: uniqueEmail(), totalEarned: 10 + (i % 7), promoCode: codes[Math.floor(i / 3) % 3]!.code }),
       ),
     );
     assertNo500(outcomes);
@@ -120,7 +118,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
 
   it('(c) the same affiliate e-mail or link created on two processes at once: one 201, one 409, one row', async () => {
     for (let round = 0; round < 20; round++) {
-      const email = freshEmail('twin');
+      const email = uniqueEmail('twin');
       const pair = await Promise.all([
         attempt(clients[0]!, 'POST', '/affiliates', { firstName: 'Twin', lastName: 'A', email }),
         attempt(clients[1]!, 'POST', '/affiliates', { firstName: 'Twin', lastName: 'B', email: email.toUpperCase() }),
@@ -152,8 +150,8 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     const extraLinks = await Promise.all(affiliates.map((a, i) => via(i).post('/links', { affiliateId: a.id, link: unique('storm') }).then(created<{ link: string }>)));
     const customers = await Promise.all(
       affiliates.flatMap((a, i) => [
-        via(i).post('/referrals', { name: 'Old customer', email: freshEmail('old'), referredUserExternalId: unique('x'), affiliateId: a.link }).then(created<{ email: string; affiliateId: string }>),
-        via(i + 1).post('/referrals', { name: 'Old customer', email: freshEmail('old'), referredUserExternalId: unique('x'), affiliateId: extraLinks[i]!.link }).then(created<{ email: string; affiliateId: string }>),
+        via(i).post('/referrals', { name: 'Old customer', email: uniqueEmail('old'), referredUserExternalId: unique('x'), affiliateId: a.link }).then(created<{ email: string; affiliateId: string }>),
+        via(i + 1).post('/referrals', { name: 'Old customer', email: uniqueEmail('old'), referredUserExternalId: unique('x'), affiliateId: extraLinks[i]!.link }).then(created<{ email: string; affiliateId: string }>),
       ]),
     );
     // Unlimited codes of the first two affiliates: redemptions by new customers (referral row
@@ -168,11 +166,11 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
       const rate = i % 4 === 0 ? { commissionRate: 7.5 } : {};
       switch (i % 6) {
         case 0:
-          return { referralId: extraLinks[a]!.link, name: `New ${i}`, email: freshEmail(), totalEarned, ...rate };
+          return { referralId: extraLinks[a]!.link, name: `New ${i}`, email: uniqueEmail(), totalEarned, ...rate };
         case 1:
-          return { referralId: affiliates[a]!.id, name: `New ${i}`, email: freshEmail(), totalEarned, ...rate };
+          return { referralId: affiliates[a]!.id, name: `New ${i}`, email: uniqueEmail(), totalEarned, ...rate };
         case 2:
-          return { referralId: affiliates[a]!.link, name: `New ${i}`, email: freshEmail(), totalEarned, ...rate };
+          return { referralId: affiliates[a]!.link, name: `New ${i}`, email: uniqueEmail(), totalEarned, ...rate };
         case 3:
           return { email: customers[i % customers.length]!.email, totalEarned, ...rate };
         case 4: {
@@ -181,7 +179,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
           return { email: customer.email, promoCode: code.code, totalEarned, ...rate };
         }
         default:
-          return { promoCode: codes[i % 2]!.code, name: `New ${i}`, email: freshEmail(), totalEarned, ...rate };
+          return { promoCode: codes[i % 2]!.code, name: `New ${i}`, email: uniqueEmail(), totalEarned, ...rate };
       }
     });
     const outcomes = await Promise.all(bodies.map((body, i) => attempt(via(i), 'POST', '/sales', body)));
@@ -223,7 +221,7 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     const affiliate = await createAffiliate();
     for (let round = 0; round < 8; round++) {
       const key = unique('idem');
-      const body = { referralId: affiliate.link, name: 'Idem buyer', email: freshEmail('idem'), totalEarned: 42.5, externalId: key };
+      const body = { referralId: affiliate.link, name: 'Idem buyer', email: uniqueEmail('idem'), totalEarned: 42.5, externalId: key };
       const outcomes = await Promise.all(
         Array.from({ length: PROCESSES * 2 }, (_, i) => attempt(via(i), 'POST', '/sales', body, { 'idempotency-key': key })),
       );

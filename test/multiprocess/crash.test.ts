@@ -12,15 +12,13 @@ import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/t
 import { apiClient, type ApiClient, type ApiResponse } from '../helpers/test-server.ts';
 import { seedTenant, startServerProcess, startServerProcesses, type ProcessExit, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts';
+import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 
 const WORKERS = 32;
 const KILL_AFTER = 300;
 /** PostgreSQL: successes on the surviving process before the load stops. */
 const SURVIVOR_SALES = 100;
 
-let seq = 0;
-const unique = (prefix: string) => `${prefix}${++seq}x${Date.now().toString(36)}`;
-const freshEmail = (prefix: string) => `${unique(prefix).toLowerCase()}@example.com`;
 
 interface Affiliate {
   id: string;
@@ -63,11 +61,11 @@ describe(`a server process killed with SIGKILL in the middle of a load (${testDi
     const api = client(servers[0]!);
     const affiliates: Affiliate[] = [];
     for (let i = 0; i < 10; i++) {
-      affiliates.push(await api.post('/affiliates', { firstName: 'Crash', lastName: `A${i}`, email: freshEmail('aff') }).then(created<Affiliate>));
+      affiliates.push(await api.post('/affiliates', { firstName: 'Crash', lastName: `A${i}`, email: uniqueEmail('aff') }).then(created<Affiliate>));
     }
     const customers: { email: string }[] = [];
     for (const [i, a] of affiliates.entries()) {
-      customers.push(await api.post('/referrals', { name: `Old ${i}`, email: freshEmail('old'), referredUserExternalId: unique('x'), affiliateId: a.link }).then(created<{ email: string }>));
+      customers.push(await api.post('/referrals', { name: `Old ${i}`, email: uniqueEmail('old'), referredUserExternalId: unique('x'), affiliateId: a.link }).then(created<{ email: string }>));
     }
     const coupon = await api.post('/coupons', { name: unique('Coupon'), couponType: 'PERCENTAGE', percentOff: 10 }).then(created<{ id: string }>);
     const code = await api.post('/promotional-codes', { code: unique('CRASH'), couponId: coupon.id, affiliateId: affiliates[0]!.id }).then(created<{ id: string; code: string }>);
@@ -76,13 +74,13 @@ describe(`a server process killed with SIGKILL in the middle of a load (${testDi
       const totalEarned = Number((3 + ((n * 37) % 400) + ((n * 7) % 100) / 100).toFixed(2));
       switch (n % 4) {
         case 0:
-          return { referralId: affiliates[n % 10]!.link, name: `Load ${n}`, email: freshEmail('load'), totalEarned };
+          return { referralId: affiliates[n % 10]!.link, name: `Load ${n}`, email: uniqueEmail('load'), totalEarned };
         case 1:
           return { email: customers[n % 10]!.email, totalEarned };
         case 2:
-          return { promoCode: code.code, name: `Load ${n}`, email: freshEmail('load'), totalEarned };
+          return { promoCode: code.code, name: `Load ${n}`, email: uniqueEmail('load'), totalEarned };
         default:
-          return { referralId: affiliates[n % 10]!.id, name: `Load ${n}`, email: freshEmail('load'), totalEarned, commissionRate: 12.5 };
+          return { referralId: affiliates[n % 10]!.id, name: `Load ${n}`, email: uniqueEmail('load'), totalEarned, commissionRate: 12.5 };
       }
     };
 
@@ -180,11 +178,11 @@ describe(`a server process killed with SIGKILL in the middle of a load (${testDi
     // New sales work on every process without any repair: new, returning and promo-code customers.
     for (const [i, server] of servers.entries()) {
       const api = client(server);
-      const fresh = await api.post('/sales', { referralId: affiliates[i]!.link, name: 'After', email: freshEmail('after'), totalEarned: 10 });
+      const fresh = await api.post('/sales', { referralId: affiliates[i]!.link, name: 'After', email: uniqueEmail('after'), totalEarned: 10 });
       assert.equal(fresh.status, 201, JSON.stringify(fresh.body));
       const returning = await api.post('/sales', { email: customers[i]!.email, totalEarned: 11.5 });
       assert.equal(returning.status, 201, JSON.stringify(returning.body));
-      const withCode = await api.post('/sales', { promoCode: code.code, name: 'After', email: freshEmail('after'), totalEarned: 12 });
+      const withCode = await api.post('/sales', { promoCode: code.code, name: 'After', email: uniqueEmail('after'), totalEarned: 12 });
       assert.equal(withCode.status, 201, JSON.stringify(withCode.body));
       assert.ok(withCode.body.id > Math.max(...saleIds), 'new sale ids do not collide with the old ones');
     }

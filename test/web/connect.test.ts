@@ -6,6 +6,7 @@ import { createProgram, type Program } from '../../src/modules/programs/program.
 import { addIntegration, removeIntegration } from '../../src/modules/integrations/integration.service.ts';
 import { apiClient, rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { csrfOf, WebClient, type WebResponse } from '../helpers/web-client.ts';
+import { raceNote } from '../helpers/test-database.ts';
 
 // The connect flow over plain HTTP (spec 5.2, CONTRACT.md "Connect flow"): every protection
 // has a test that fails if the protection is removed. The browser tests (test/browser/) drive
@@ -368,7 +369,7 @@ describe('connect flow: the token endpoint', () => {
     assertInvalidCode(await exchange({ code }));
   });
 
-  it('concurrent exchanges of one code issue exactly one token (and the race counts as reuse)', async () => {
+  it('concurrent exchanges of one code issue exactly one token (and the race counts as reuse)' + raceNote, async () => {
     const code = await authorize();
     const tokensBefore = await rawDb(test).selectFrom('api_tokens').select('id').execute();
     const responses = await Promise.all(Array.from({ length: 8 }, () => exchange({ code })));

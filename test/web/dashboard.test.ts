@@ -7,7 +7,7 @@ import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { addIntegration } from '../../src/modules/integrations/integration.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
-import { WebClient } from '../helpers/web-client.ts';
+import { nextLink, WebClient } from '../helpers/web-client.ts';
 
 let test: TestServer;
 /** The first account: the instance's operator. */
@@ -18,8 +18,6 @@ let program: { id: string; base: string };
 let strangerProgram: { id: string; base: string };
 let api: ApiClient;
 
-let seq = 0;
-const email = (prefix = 'aff') => `${prefix}${++seq}-${process.pid}@example.com`;
 
 /** The text of an overview figure (`data-stat`). */
 function stat(page: string, key: string): string {
@@ -34,21 +32,16 @@ function affiliateRowCount(page: string, base: string): number {
   return (table.match(new RegExp(`<td><a href="${base}/affiliates/[0-9a-f-]{36}">`, 'g')) ?? []).length;
 }
 
-function nextLink(page: string): string | null {
-  const match = /<a href="([^"]+)" rel="next">/.exec(page);
-  return match ? match[1]!.replaceAll('&amp;', '&') : null;
-}
-
 const money = (amount: number, currency = 'USD') => new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount);
 
 async function createAffiliateWithApi(client: ApiClient, fields: Record<string, unknown> = {}) {
-  const response = await client.post('/affiliates', { firstName: 'Api', lastName: 'Made', email: email(), ...fields });
+  const response = await client.post('/affiliates', { firstName: 'Api', lastName: 'Made', email: uniqueEmail(), ...fields });
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body as { id: string; email: string; link: string };
 }
 
 async function createSaleWithApi(client: ApiClient, affiliateId: string, totalEarned: number, extra: Record<string, unknown> = {}) {
-  const response = await client.post('/sales', { referralId: affiliateId, name: 'Customer', email: email('customer'), totalEarned, ...extra });
+  const response = await client.post('/sales', { referralId: affiliateId, name: 'Customer', email: uniqueEmail('customer'), totalEarned, ...extra });
   assert.equal(response.status, 201, JSON.stringify(response.body));
   return response.body as { id: number; totalEarned: number };
 }
@@ -74,7 +67,7 @@ describe('dashboard: access', () => {
       assert.equal(response.status, 302, path);
       assert.equal(response.location, `/login?next=${encodeURIComponent(path)}`);
     }
-    const post = await anonymous.post(`${program.base}/affiliates`, { firstName: 'No', lastName: 'Session', email: email() });
+    const post = await anonymous.post(`${program.base}/affiliates`, { firstName: 'No', lastName: 'Session', email: uniqueEmail() });
     assert.equal(post.status, 303);
     assert.match(post.location ?? '', /^\/login\?next=/);
     // After logging in, the user lands on the page they asked for.
@@ -143,7 +136,7 @@ describe('dashboard: access', () => {
     const before = (await api.get('/affiliates')).body.length;
     const csrf = await stranger.csrf();
     const forged = [
-      [`${program.base}/affiliates`, { firstName: 'Mallory', lastName: 'M', email: email() }],
+      [`${program.base}/affiliates`, { firstName: 'Mallory', lastName: 'M', email: uniqueEmail() }],
       [`${program.base}/keys`, { name: 'stolen' }],
       [`${program.base}/settings`, { name: 'Taken over', domain: 'evil.example' }],
     ] as const;
@@ -166,12 +159,12 @@ describe('dashboard: access', () => {
 
   it('refuses a form without a valid CSRF token with 403 and changes nothing', async () => {
     const before = (await api.get('/affiliates')).body.length;
-    const missing = await owner.post(`${program.base}/affiliates`, { firstName: 'No', lastName: 'Token', email: email() });
+    const missing = await owner.post(`${program.base}/affiliates`, { firstName: 'No', lastName: 'Token', email: uniqueEmail() });
     assert.equal(missing.status, 403);
-    const wrong = await owner.post(`${program.base}/affiliates`, { _csrf: 'x'.repeat(43), firstName: 'Bad', lastName: 'Token', email: email() });
+    const wrong = await owner.post(`${program.base}/affiliates`, { _csrf: 'x'.repeat(43), firstName: 'Bad', lastName: 'Token', email: uniqueEmail() });
     assert.equal(wrong.status, 403);
     // Another session's token is not this session's.
-    const borrowed = await owner.post(`${program.base}/affiliates`, { _csrf: await stranger.csrf(), firstName: 'Borrowed', lastName: 'Token', email: email() });
+    const borrowed = await owner.post(`${program.base}/affiliates`, { _csrf: await stranger.csrf(), firstName: 'Borrowed', lastName: 'Token', email: uniqueEmail() });
     assert.equal(borrowed.status, 403);
     assert.equal((await api.get('/affiliates')).body.length, before);
 
@@ -236,7 +229,7 @@ describe('dashboard: programs', () => {
 
 describe('dashboard: affiliates', () => {
   it('creates an affiliate with the form; the list and the API show it', async () => {
-    const address = email('jane');
+    const address = uniqueEmail('jane');
     const created = await owner.submit(`${program.base}/affiliates/new`, `${program.base}/affiliates`, {
       firstName: 'Jane', lastName: 'Form', email: address, commissionRate: '', affiliateLink: 'jane-form', payoutEmail: '', paymentMethod: '',
     });
@@ -407,7 +400,7 @@ describe('dashboard: overview, referrals and sales', () => {
     const jane = await createAffiliateWithApi(key);
     const joe = await createAffiliateWithApi(key, { commissionRate: 33.33 });
     await createAffiliateWithApi(key);
-    const referral = await key.post('/referrals', { name: 'Only referred', email: email('ref'), referredUserExternalId: 'ext-1', affiliateId: jane.id });
+    const referral = await key.post('/referrals', { name: 'Only referred', email: uniqueEmail('ref'), referredUserExternalId: 'ext-1', affiliateId: jane.id });
     assert.equal(referral.status, 201);
     for (const [who, amount] of [[jane, 19.99], [jane, 100], [joe, 0.01], [joe, 57.77], [joe, 1234.56]] as const) await createSaleWithApi(key, who.id, amount);
 

@@ -8,7 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { apiClient, rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
-import type { WebResponse } from '../helpers/web-client.ts';
+import { nextLink, type WebResponse } from '../helpers/web-client.ts';
 
 let test: TestServer;
 let owner: BrowserSession;
@@ -82,11 +82,6 @@ function rowOf(page: string, id: string): string {
 }
 
 const attemptRows = (page: string) => [...page.matchAll(/<tr data-attempt="(\d+)">([\s\S]*?)<\/tr>/g)].map((m) => ({ id: m[1]!, html: m[2]! }));
-
-function nextLink(page: string): string | null {
-  const match = /<a href="([^"]+)" rel="next">/.exec(page);
-  return match ? match[1]!.replaceAll('&amp;', '&') : null;
-}
 
 /** The datetime-local value the page's form would send, in UTC. */
 const dateTimeInput = (ms: number) => new Date(ms).toISOString().slice(0, 16);
