@@ -5,6 +5,7 @@ import * as webAccountsAndConnect from './migrations/2026-11-22T0500-web-account
 import * as webhooks from './migrations/2026-11-23T0100-webhooks.ts';
 import * as idempotencyLease from './migrations/2026-11-23T0200-idempotency-lease.ts';
 import * as attemptCounters from './migrations/2026-11-23T0300-attempt-counters.ts';
+import * as duplicateKeys from './migrations/2026-11-23T0400-duplicate-keys.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-23T0100-webhooks': webhooks,
   '2026-11-23T0200-idempotency-lease': idempotencyLease,
   '2026-11-23T0300-attempt-counters': attemptCounters,
+  '2026-11-23T0400-duplicate-keys': duplicateKeys,
 };
 
 export class MigrationError extends Error {}

@@ -100,6 +100,8 @@ export interface ReferralsTable {
   email: string;
   email_key: string;
   referred_user_external_id: string;
+  /** referred_user_external_id when set: unique in the program (null for none, and for duplicates recorded before the rule). */
+  external_id_key: string | null;
   plan: string;
   status: 'active' | 'inactive';
   created_at: Timestamp;
@@ -115,6 +117,8 @@ export interface SalesTable {
   promotional_code_id: string | null;
   external_id: string;
   external_invoice_id: string;
+  /** external_invoice_id when set: unique in the program (null for none, and for duplicates recorded before the rule). */
+  invoice_key: string | null;
   name: string;
   email: string;
   total_earned: number;

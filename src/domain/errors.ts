@@ -6,6 +6,8 @@ export const errorStatus = {
   unauthorized: 401,
   not_found: 404,
   conflict: 409,
+  duplicate_sale: 409,
+  duplicate_referral: 409,
   idempotency_conflict: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,
@@ -18,6 +20,7 @@ export const errorStatus = {
   promo_code_first_time_only: 422,
   promo_code_customer_restricted: 422,
   promo_code_not_assigned: 422,
+  affiliate_inactive: 422,
   rate_limited: 429,
   internal: 500,
 } as const satisfies Record<string, number>;
@@ -44,6 +47,8 @@ export interface FieldError {
 
 export class ApiError extends Error {
   readonly status: number;
+  /** The resource a duplicate_* conflict collided with, so the client can carry on with it. */
+  existingId?: string | number;
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
@@ -64,4 +69,9 @@ export function invalidField(pointer: string, detail: string): ApiError {
 
 export function conflict(detail: string): ApiError {
   return new ApiError('conflict', detail);
+}
+
+/** 409 for a second record of what the program already has; `existingId` names the first. */
+export function duplicate(code: 'duplicate_sale' | 'duplicate_referral', detail: string, existingId: string | number): ApiError {
+  return Object.assign(new ApiError(code, detail), { existingId });
 }

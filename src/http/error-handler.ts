@@ -9,11 +9,12 @@ export interface ProblemBody {
   detail: string;
   code: ErrorCode;
   errors?: FieldError[];
+  existingId?: string | number;
   requestId: string;
 }
 
-export function problem(request: FastifyRequest, status: number, code: ErrorCode, detail: string, errors?: FieldError[]): ProblemBody {
-  return { type: 'about:blank', title: statusTitle[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}), requestId: request.id };
+export function problem(request: FastifyRequest, status: number, code: ErrorCode, detail: string, errors?: FieldError[], existingId?: string | number): ProblemBody {
+  return { type: 'about:blank', title: statusTitle[status] ?? 'Error', status, detail, code, ...(errors ? { errors } : {}), ...(existingId !== undefined ? { existingId } : {}), requestId: request.id };
 }
 
 export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyReply {
@@ -22,7 +23,7 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyRepl
 }
 
 /** Maps every error the framework or our code can raise onto the contract's problem body. */
-function classify(error: FastifyError | ApiError): { status: number; code: ErrorCode; detail: string; errors?: FieldError[] } {
+function classify(error: FastifyError | ApiError): { status: number; code: ErrorCode; detail: string; errors?: FieldError[]; existingId?: string | number } {
   if (error instanceof ApiError) return error;
   const fe = error as FastifyError;
   if (fe.validation) {
@@ -47,9 +48,9 @@ function classify(error: FastifyError | ApiError): { status: number; code: Error
 
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const { status, code, detail, errors } = classify(error);
+    const { status, code, detail, errors, existingId } = classify(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendProblem(reply, problem(request, status, code, detail, errors));
+    return sendProblem(reply, problem(request, status, code, detail, errors, existingId));
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, problem(request, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),

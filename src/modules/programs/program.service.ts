@@ -36,6 +36,25 @@ export interface Program {
 
 export type ProgramRow = Selectable<ProgramsTable>;
 
+/**
+ * The host a merchant means, from what they typed or pasted: `shop.example.com`,
+ * `https://Shop.Example.com/pricing?x=1` and `shop.example.com:8080/` all give
+ * `shop.example.com`. Anything that is not a bare host or an http(s) URL is kept as typed and
+ * refused by the domain check.
+ */
+export function domainOf(input: string): string {
+  const text = input.trim();
+  if (text.length > 2000) return text;
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
+  try {
+    const url = new URL(withScheme);
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) return text.toLowerCase();
+    return url.hostname.replace(/\.$/, '');
+  } catch {
+    return text.toLowerCase();
+  }
+}
+
 export function toProgramContext(row: Pick<ProgramRow, 'id' | 'name' | 'currency' | 'default_commission_rate' | 'base_urls' | 'referral_param'>, clock: Clock): ProgramContext {
   return {
     clock,
@@ -88,7 +107,7 @@ function isHttpUrl(value: string): boolean {
 export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at'> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
-  const domain = input.domain.trim().toLowerCase();
+  const domain = domainOf(input.domain);
   if (!DOMAIN.test(domain)) throw invalidField('#/domain', 'must be a domain name such as example.com');
   const currency = (input.currency ?? 'USD').toUpperCase();
   if (!isCurrencyCode(currency)) throw invalidField('#/currency', 'must be an ISO 4217 currency code such as USD');

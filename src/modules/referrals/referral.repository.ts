@@ -49,6 +49,12 @@ export async function findReferralWithAffiliate(
   return { referral: referral as ReferralRow, affiliate: affiliate as AffiliateRow };
 }
 
+/** The referral that holds a customer's external id in the program, if any. */
+export async function findReferralIdByExternalId(db: Db | Tx, programId: string, externalId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('referrals').select('id').where('program_id', '=', programId).where('external_id_key', '=', externalId).executeTakeFirst();
+  return row?.id;
+}
+
 export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest) {
   return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
 }

@@ -1,7 +1,7 @@
 import { newId, isUuid } from '../../domain/ids.ts';
-import { isUniqueViolation } from '../../db/errors.ts';
+import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, duplicate, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
@@ -9,7 +9,7 @@ import { normaliseEmail } from '../users/user.service.ts';
 import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { addToLinkCounters, findLink } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
-import { findReferral, insertReferral, listReferrals, type ReferralFilter, type ReferralRow } from './referral.repository.ts';
+import { findReferral, findReferralIdByExternalId, insertReferral, listReferrals, type ReferralFilter, type ReferralRow } from './referral.repository.ts';
 import type { CreateReferralBody, Referral } from './referral.schema.ts';
 
 export function serializeReferral(row: ReferralRow): Referral {
@@ -33,6 +33,17 @@ export interface Credit {
 function creditThroughPrimaryLink(affiliate: AffiliateRow): Credit {
   return { affiliate, linkId: affiliate.primary_link_id };
 }
+
+/** A deactivated affiliate earns nothing new: no referral, sale or click is credited to them. */
+export function assertCreditable(credit: Credit): void {
+  const { affiliate } = credit;
+  if (affiliate.status !== 'active') {
+    throw new ApiError('affiliate_inactive', `The affiliate ${affiliate.first_name} ${affiliate.last_name} (${affiliate.id}) is inactive and cannot be credited.`);
+  }
+}
+
+const duplicateReferral = (externalId: string, existingId: string) =>
+  duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId);
 
 /** Resolves a value that is an affiliate id or one of an affiliate's link strings; null when neither. */
 export async function findCreditByIdOrLink(tx: Tx, program: ProgramContext, value: string): Promise<Credit | null> {
@@ -74,6 +85,7 @@ export async function insertCustomer(
     email,
     email_key: key,
     referred_user_external_id: input.externalId,
+    external_id_key: input.externalId === '' ? null : input.externalId,
     plan: input.plan ?? '',
     status: (input.status?.toLowerCase() ?? 'active') as 'active' | 'inactive',
     created_at: now,
@@ -82,7 +94,7 @@ export async function insertCustomer(
   try {
     await insertReferral(tx, row);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict(`A referral with e-mail ${email} already exists in this program.`);
+    if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${email} already exists in this program.`);
     throw error;
   }
   await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 1, commission: 0 });
@@ -97,37 +109,51 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       { pointer: '#/affiliateId', detail: 'affiliateId, affiliateEmail or promoCode is required' },
     ]);
   }
-  return inTransaction(db, async (tx) => {
-    const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
-    let credit: Credit;
-    if (body.affiliateId !== undefined) {
-      const found = await findCreditByIdOrLink(tx, program, body.affiliateId);
-      if (!found) throw notFound('An affiliate or link matching affiliateId');
-      credit = found;
-    } else if (body.affiliateEmail !== undefined) {
-      const affiliate = await findAffiliate(tx, program.id, { emailKey: normaliseEmail(body.affiliateEmail).key });
-      if (!affiliate) throw notFound('Affiliate');
-      credit = creditThroughPrimaryLink(affiliate);
-    } else {
-      credit = await findCreditByCode(tx, program, code!);
-    }
-    const row = await insertCustomer(tx, program, credit, {
-      name: body.name,
-      email: body.email,
-      externalId: body.referredUserExternalId,
-      plan: body.plan,
-      status: body.status,
-      promotionalCodeId: code?.code.id ?? null,
-    });
-    if (code) {
-      await redeemPromoCode(tx, program, code, {
-        affiliateId: credit.affiliate.id,
-        customerExternalId: row.referred_user_external_id,
-        customerHasOrdered: false,
-      });
-    }
-    return serializeReferral(row);
+  try {
+    return await inTransaction(db, (tx) => referInTransaction(tx, program, body));
+  } catch (error) {
+    // A concurrent request recorded the same customer first (on PostgreSQL this transaction is
+    // aborted by then): answer with the referral that won.
+    if (!isUniqueViolationOn(error, 'external_id_key')) throw error;
+    const existing = await findReferralIdByExternalId(db, program.id, body.referredUserExternalId);
+    if (existing === undefined) throw error;
+    throw duplicateReferral(body.referredUserExternalId, existing);
+  }
+}
+
+async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateReferralBody): Promise<Referral> {
+  const existing = await findReferralIdByExternalId(tx, program.id, body.referredUserExternalId);
+  if (existing !== undefined) throw duplicateReferral(body.referredUserExternalId, existing);
+  const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
+  let credit: Credit;
+  if (body.affiliateId !== undefined) {
+    const found = await findCreditByIdOrLink(tx, program, body.affiliateId);
+    if (!found) throw notFound('An affiliate or link matching affiliateId');
+    credit = found;
+  } else if (body.affiliateEmail !== undefined) {
+    const affiliate = await findAffiliate(tx, program.id, { emailKey: normaliseEmail(body.affiliateEmail).key });
+    if (!affiliate) throw notFound('Affiliate');
+    credit = creditThroughPrimaryLink(affiliate);
+  } else {
+    credit = await findCreditByCode(tx, program, code!);
+  }
+  assertCreditable(credit);
+  const row = await insertCustomer(tx, program, credit, {
+    name: body.name,
+    email: body.email,
+    externalId: body.referredUserExternalId,
+    plan: body.plan,
+    status: body.status,
+    promotionalCodeId: code?.code.id ?? null,
   });
+  if (code) {
+    await redeemPromoCode(tx, program, code, {
+      affiliateId: credit.affiliate.id,
+      customerExternalId: row.referred_user_external_id,
+      customerHasOrdered: false,
+    });
+  }
+  return serializeReferral(row);
 }
 
 export async function getReferral(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<Referral> {

@@ -39,6 +39,12 @@ export async function insertSale(tx: Tx, row: Insertable<SalesTable>): Promise<n
   return Number(id);
 }
 
+/** The sale that holds an invoice id in the program, if any. */
+export async function findSaleIdByInvoice(db: Db | Tx, programId: string, invoiceKey: string): Promise<number | undefined> {
+  const row = await db.selectFrom('sales').select('id').where('program_id', '=', programId).where('invoice_key', '=', invoiceKey).executeTakeFirst();
+  return row && Number(row.id);
+}
+
 export async function customerHasSale(tx: Tx, referralId: string): Promise<boolean> {
   const row = await tx.selectFrom('sales').select('id').where('referral_id', '=', referralId).limit(1).executeTakeFirst();
   return row !== undefined;

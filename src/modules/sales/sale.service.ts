@@ -3,7 +3,8 @@ import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
+import { isUniqueViolationOn } from '../../db/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
@@ -13,8 +14,8 @@ import { effectiveRate } from '../affiliates/affiliate.service.ts';
 import { addToLinkCounters } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
-import { findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
-import { customerHasSale, findSale, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
+import { assertCreditable, findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
+import { customerHasSale, findSale, findSaleIdByInvoice, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
 import type { CreateSaleBody, Sale } from './sale.schema.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
@@ -67,62 +68,88 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
   const totalEarned = toMinorUnits(body.totalEarned, program.currency, '#/totalEarned');
   const bodyRate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
 
-  return inTransaction(db, async (tx) => {
-    const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
-    let { referral, credit } = await findCustomer(tx, program, body);
-    credit ??= await findCreditByCode(tx, program, code!);
+  const invoiceKey = body.externalInvoiceId ? body.externalInvoiceId : null;
+  try {
+    return await inTransaction(db, (tx) => sellInTransaction(tx, program, body, { totalEarned, bodyRate, invoiceKey }));
+  } catch (error) {
+    // A concurrent request recorded the same invoice first (on PostgreSQL this transaction is
+    // aborted by then): answer with the sale that won, never a second commission.
+    if (invoiceKey === null || !isUniqueViolationOn(error, 'invoice_key')) throw error;
+    const existing = await findSaleIdByInvoice(db, program.id, invoiceKey);
+    if (existing === undefined) throw error;
+    throw duplicateSale(invoiceKey, existing);
+  }
+}
 
-    // firstTimeOrder: lock the customer first, so that the check sees any concurrent first order.
-    if (referral && code?.code.first_time_order) await lockReferral(tx, referral.id);
-    // Only a code's firstTimeOrder rule asks whether the customer ordered before.
-    const hasOrdered = referral && code?.code.first_time_order ? await customerHasSale(tx, referral.id) : false;
-    if (!referral) {
-      // A new customer: recorded as a referral of the credited affiliate.
-      if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
-      if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
-      referral = await insertCustomer(tx, program, credit, {
-        name: body.name,
-        email: body.email,
-        externalId: '',
-        promotionalCodeId: code?.code.id ?? null,
-      });
-    }
+const duplicateSale = (invoiceId: string, existingId: number) =>
+  duplicate('duplicate_sale', `A sale with externalInvoiceId "${invoiceId}" is already recorded in this program.`, existingId);
 
-    const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
-    const commission = commissionFor(totalEarned, rate);
-    const row = {
-      program_id: program.id,
-      affiliate_id: credit.affiliate.id,
-      referral_id: referral.id,
-      link_id: credit.linkId,
-      promotional_code_id: code?.code.id ?? null,
-      external_id: body.externalId ?? '',
-      external_invoice_id: body.externalInvoiceId ?? '',
-      name: body.name?.trim() ?? referral.name,
-      email: referral.email,
-      total_earned: totalEarned,
-      commission_rate: rate,
-      commission,
-      created_at: program.clock().toISOString(),
-    };
-    const id = await insertSale(tx, row);
-    await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
-    if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 0, sales: 1, revenue: totalEarned });
-    // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
-    // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
-    // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
-    if (code) {
-      await redeemPromoCode(tx, program, code, {
-        affiliateId: credit.affiliate.id,
-        customerExternalId: referral.referred_user_external_id,
-        customerHasOrdered: hasOrdered,
-        totalEarnedMinor: totalEarned,
-      });
-    }
-    const sale = serializeSale({ ...row, id }, program);
-    await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
-    return sale;
-  });
+async function sellInTransaction(
+  tx: Tx,
+  program: ProgramContext,
+  body: CreateSaleBody,
+  { totalEarned, bodyRate, invoiceKey }: { totalEarned: number; bodyRate: number | undefined; invoiceKey: string | null },
+): Promise<Sale> {
+  if (invoiceKey !== null) {
+    const existing = await findSaleIdByInvoice(tx, program.id, invoiceKey);
+    if (existing !== undefined) throw duplicateSale(invoiceKey, existing);
+  }
+  const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
+  let { referral, credit } = await findCustomer(tx, program, body);
+  credit ??= await findCreditByCode(tx, program, code!);
+  assertCreditable(credit);
+
+  // firstTimeOrder: lock the customer first, so that the check sees any concurrent first order.
+  if (referral && code?.code.first_time_order) await lockReferral(tx, referral.id);
+  // Only a code's firstTimeOrder rule asks whether the customer ordered before.
+  const hasOrdered = referral && code?.code.first_time_order ? await customerHasSale(tx, referral.id) : false;
+  if (!referral) {
+    // A new customer: recorded as a referral of the credited affiliate.
+    if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
+    if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
+    referral = await insertCustomer(tx, program, credit, {
+      name: body.name,
+      email: body.email,
+      externalId: '',
+      promotionalCodeId: code?.code.id ?? null,
+    });
+  }
+
+  const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
+  const commission = commissionFor(totalEarned, rate);
+  const row = {
+    program_id: program.id,
+    affiliate_id: credit.affiliate.id,
+    referral_id: referral.id,
+    link_id: credit.linkId,
+    promotional_code_id: code?.code.id ?? null,
+    external_id: body.externalId ?? '',
+    external_invoice_id: body.externalInvoiceId ?? '',
+    invoice_key: invoiceKey,
+    name: body.name?.trim() ?? referral.name,
+    email: referral.email,
+    total_earned: totalEarned,
+    commission_rate: rate,
+    commission,
+    created_at: program.clock().toISOString(),
+  };
+  const id = await insertSale(tx, row);
+  await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
+  if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 0, sales: 1, revenue: totalEarned });
+  // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
+  // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
+  // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
+  if (code) {
+    await redeemPromoCode(tx, program, code, {
+      affiliateId: credit.affiliate.id,
+      customerExternalId: referral.referred_user_external_id,
+      customerHasOrdered: hasOrdered,
+      totalEarnedMinor: totalEarned,
+    });
+  }
+  const sale = serializeSale({ ...row, id }, program);
+  await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
+  return sale;
 }
 
 export async function getSale(db: Db, program: ProgramContext, filter: SaleFilter): Promise<Sale> {
