@@ -72,7 +72,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 2. Operations.
   await app.register(healthRoutes, { database });
 
-  // 3. The JSON API: bearer token, the per-token rate limit, idempotency keys, then resources.
+  // 3. The JSON API: bearer token, the per-program rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
       requireBearerToken(api, services.db, config.tokenCacheMs, services.clock);

@@ -22,11 +22,13 @@ const WORKER_POOL_SIZE = 3;
 /** Opens and migrates the database, then serves the app. */
 export async function startServer(config: Config, options: AppOptions = {}): Promise<RunningServer> {
   const database = openDatabase(config);
+  let app: FastifyInstance | undefined;
+  let workerDatabase: DatabaseHandle | null = null;
   try {
     // Only take the migration lock when there is work: servers behind PgBouncer (transaction
     // pooling, where a session lock could outlive its connection) then never take it.
     if ((await pendingMigrations(database.db as never)).length > 0) await migrateToLatest(database.db as never);
-    const app = await buildApp(config, database, options);
+    app = await buildApp(config, database, options);
     // Requests still running when close() is called finish before the database closes:
     // Fastify stops accepting at once, but a handler may still be awaiting a query. Counted on
     // the HTTP server itself, so every request counts once whatever answers it (a hook that
@@ -53,7 +55,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     // an event leaves within milliseconds instead of at the next poll.
     // On PostgreSQL the worker has a small pool of its own, so its statements never queue
     // behind the requests' (nor take their connections); SQLite has one writer anyway.
-    const workerDatabase = config.worker && database.dialect === 'postgres' ? openDatabase({ ...config, databasePoolSize: WORKER_POOL_SIZE }) : null;
+    workerDatabase = config.worker && database.dialect === 'postgres' ? openDatabase({ ...config, databasePoolSize: WORKER_POOL_SIZE }) : null;
     const worker: DeliveryWorker | null = config.worker
       ? createDeliveryWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log })
       : null;
@@ -74,7 +76,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
       close: () =>
         (closing ??= (async () => {
-          await app.close();
+          await app!.close();
           await waitForInFlight();
           await worker?.stop();
           await workerDatabase?.close();
@@ -82,6 +84,9 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
         })()),
     };
   } catch (error) {
+    // A port in use (say): nothing may stay open, or the process would not exit.
+    await app?.close();
+    await workerDatabase?.close();
     await database.close();
     throw error;
   }

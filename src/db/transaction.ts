@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.ts';
+import { isUniqueViolationOn } from './errors.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -43,4 +44,35 @@ export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Pr
   });
   for (const callback of committed) callback();
   return result;
+}
+
+/** A row that must be recorded once: where its unique key is, and how to answer a second one. */
+export interface RecordedOnce<Id> {
+  /** The column of the unique index, as isUniqueViolationOn matches it. */
+  column: string;
+  /** The id of the row already holding the key, if any. */
+  findExisting: (db: Db | Tx) => Promise<Id | undefined>;
+  /** The error a second record gets (a 409 naming the first). */
+  duplicateOf: (existingId: Id) => Error;
+}
+
+/**
+ * `inTransaction` for work that records a row whose key the program may hold once. A retry is
+ * answered by the check inside the transaction; a concurrent request that stored the key first
+ * makes our insert violate the unique index (on PostgreSQL this transaction is aborted by then),
+ * so after the rollback the winner is read and named.
+ */
+export async function inTransactionOnce<T, Id>(db: Db, once: RecordedOnce<Id>, work: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await inTransaction(db, async (tx) => {
+      const existing = await once.findExisting(tx);
+      if (existing !== undefined) throw once.duplicateOf(existing);
+      return work(tx);
+    });
+  } catch (error) {
+    if (!isUniqueViolationOn(error, once.column)) throw error;
+    const existing = await once.findExisting(db);
+    if (existing === undefined) throw error;
+    throw once.duplicateOf(existing);
+  }
 }

@@ -131,14 +131,15 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
   });
 
   // What the transaction did not store: a client error (nothing committed), a response other
-  // than the transaction's result, or a route without a transaction. A 5xx releases the key.
+  // than the transaction's result, or a route without a transaction. A 5xx releases the key,
+  // unless its work committed (state done): a retry must then replay, not do it again.
   scope.addHook('onSend', async (request, reply, payload) => {
     const state = request.idempotency;
     if (state === null) return payload;
     request.idempotency = null;
     const programId = request.auth.program.id;
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
-      await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', state.key).execute();
+      await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', state.key).where('state', '=', 'running').execute();
     } else if (payload !== state.stored || reply.statusCode !== successStatus(reply)) {
       await storeResponse(db, programId, state.key, reply.statusCode, String(reply.getHeader('content-type') ?? JSON_TYPE), payload);
     }

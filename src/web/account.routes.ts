@@ -4,7 +4,7 @@ import { ApiError } from '../domain/errors.ts';
 import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
 import { html } from './html.ts';
 import { csrfField, field, renderPage } from './layout.ts';
-import { countFailedAttempt, throttleAttempt } from './attempt-throttle.ts';
+import { forgiveAttempt, throttleAttempt } from './attempt-throttle.ts';
 import { endUserSessions, ensureSession, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
@@ -59,9 +59,9 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     const user = values.email ? await findUserByEmail(db, values.email) : undefined;
     const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
     if (!user || !ok) {
-      if (values.email) await countFailedAttempt(db, clock, values.email);
       return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
     }
+    await forgiveAttempt(db, values.email!);
     await logIn(services, request, reply, { id: user.id, email: user.email });
     return reply.redirect(safeNextPath(values.next), 303);
   });
@@ -73,14 +73,13 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
 
   app.post('/signup', async (request, reply) => {
     const values = form(request);
-    await throttleAttempt(db, clock, request, reply, 'signup', values.email);
+    await throttleAttempt(db, clock, request, reply, 'signup');
     try {
       const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' }, clock);
       await logIn(services, request, reply, { id: user.id, email: user.email });
       return reply.redirect(safeNextPath(values.next), 303);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      if (values.email) await countFailedAttempt(db, clock, values.email);
       // The same message whether or not the e-mail is taken would hide typos from honest users;
       // sign-up necessarily reveals that an account exists, so say so plainly but generically.
       const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
@@ -128,9 +127,9 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     await throttleAttempt(db, clock, request, reply, 'password', session.user.email);
     const user = await findUserByEmail(db, session.user.email);
     if (!user || !(await verifyPassword(values.current ?? '', user.password_hash))) {
-      await countFailedAttempt(db, clock, session.user.email);
       return passwordPage(reply, session, { kind: 'error', text: 'The current password is incorrect.' }, 401);
     }
+    await forgiveAttempt(db, session.user.email); // the current password was right: no guess
     if ((values.password ?? '').length < MIN_PASSWORD_LENGTH) {
       return passwordPage(reply, session, { kind: 'error', text: `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.` }, 422);
     }

@@ -37,6 +37,11 @@ export function csrfField(session: WebSession): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrfToken(session)}">`;
 }
 
+/** A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. */
+export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml } = {}): SafeHtml {
+  return html`<form method="post" action="${action}" class="inline">${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
+}
+
 export interface FieldOptions {
   label: string;
   name: string;

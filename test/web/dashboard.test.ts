@@ -7,7 +7,7 @@ import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { addIntegration } from '../../src/modules/integrations/integration.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
-import { nextLink, WebClient } from '../helpers/web-client.ts';
+import { csrfOf, nextLink, WebClient } from '../helpers/web-client.ts';
 
 let test: TestServer;
 /** The first account: the instance's operator. */
@@ -79,6 +79,12 @@ describe('dashboard: access', () => {
     // The issue's example, through the login form: to a browser `/<tab>/evil.example` is `//evil.example`.
     const login = await new WebClient(test.url).logIn(owner.email, 'a long password', '/\t/evil.example');
     assert.equal(login.location, '/dashboard');
+    // The sign-up form follows the same rule.
+    const newcomer = new WebClient(test.url);
+    const signupPage = await newcomer.get('/signup');
+    const signup = await newcomer.post('/signup', { _csrf: csrfOf(signupPage.text), email: uniqueEmail('next'), password: 'a long password', next: '/\\evil.example' });
+    assert.equal(signup.status, 303);
+    assert.equal(signup.location, '/dashboard');
     // Each of these is, to a browser, a way to another host (tabs and newlines are dropped,
     // backslashes read as slashes, dot segments normalised away). A logged-in GET /login?next=
     // takes the same check without spending the login limit.

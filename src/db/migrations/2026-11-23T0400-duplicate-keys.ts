@@ -6,25 +6,23 @@ import { sql, type Kysely } from 'kysely';
 // already stored, the first holds the key and the rest keep null (nulls never collide), so the
 // upgrade never fails on old data.
 export async function up(db: Kysely<unknown>): Promise<void> {
+  // One pass each (a grouped or ranked subquery, not a correlated one per row), so the upgrade
+  // stays linear on a large table.
   await db.schema.alterTable('sales').addColumn('invoice_key', 'text').execute();
   await sql`
     update sales set invoice_key = external_invoice_id
-    where external_invoice_id <> ''
-      and not exists (
-        select 1 from sales s2
-        where s2.program_id = sales.program_id and s2.external_invoice_id = sales.external_invoice_id and s2.id < sales.id
-      )`.execute(db);
+    where id in (select min(id) from sales where external_invoice_id <> '' group by program_id, external_invoice_id)`.execute(db);
   await db.schema.createIndex('sales_invoice_key').unique().on('sales').columns(['program_id', 'invoice_key']).execute();
 
   await db.schema.alterTable('referrals').addColumn('external_id_key', 'text').execute();
   await sql`
     update referrals set external_id_key = referred_user_external_id
-    where referred_user_external_id <> ''
-      and not exists (
-        select 1 from referrals r2
-        where r2.program_id = referrals.program_id and r2.referred_user_external_id = referrals.referred_user_external_id
-          and (r2.created_at < referrals.created_at or (r2.created_at = referrals.created_at and r2.id < referrals.id))
-      )`.execute(db);
+    where id in (
+      select id from (
+        select id, row_number() over (partition by program_id, referred_user_external_id order by created_at, id) as n
+        from referrals where referred_user_external_id <> ''
+      ) ranked where n = 1
+    )`.execute(db);
   await db.schema.createIndex('referrals_external_id_key').unique().on('referrals').columns(['program_id', 'external_id_key']).execute();
 }
 

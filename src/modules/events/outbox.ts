@@ -108,15 +108,6 @@ async function fanOut(tx: Tx, after: number, upTo: number, now: Date): Promise<v
     order by e.sequence, w.id`.execute(tx);
 }
 
-export interface EventEnvelope {
-  id: string;
-  type: string;
-  timestamp: string;
-  programId: string;
-  sequence: number;
-  data: unknown;
-}
-
 export interface EventRow {
   id: string;
   program_id: string;

@@ -1,6 +1,6 @@
 import { newId, isUuid } from '../../domain/ids.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
-import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, duplicate, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -41,9 +41,6 @@ export function assertCreditable(credit: Credit): void {
     throw new ApiError('affiliate_inactive', `The affiliate ${affiliate.first_name} ${affiliate.last_name} (${affiliate.id}) is inactive and cannot be credited.`);
   }
 }
-
-const duplicateReferral = (externalId: string, existingId: string) =>
-  duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId);
 
 /** Resolves a value that is an affiliate id or one of an affiliate's link strings; null when neither. */
 export async function findCreditByIdOrLink(tx: Tx, program: ProgramContext, value: string): Promise<Credit | null> {
@@ -109,21 +106,19 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       { pointer: '#/affiliateId', detail: 'affiliateId, affiliateEmail or promoCode is required' },
     ]);
   }
-  try {
-    return await inTransaction(db, (tx) => referInTransaction(tx, program, body));
-  } catch (error) {
-    // A concurrent request recorded the same customer first (on PostgreSQL this transaction is
-    // aborted by then): answer with the referral that won.
-    if (!isUniqueViolationOn(error, 'external_id_key')) throw error;
-    const existing = await findReferralIdByExternalId(db, program.id, body.referredUserExternalId);
-    if (existing === undefined) throw error;
-    throw duplicateReferral(body.referredUserExternalId, existing);
-  }
+  const externalId = body.referredUserExternalId;
+  return inTransactionOnce(
+    db,
+    {
+      column: 'external_id_key',
+      findExisting: (q) => findReferralIdByExternalId(q, program.id, externalId),
+      duplicateOf: (existingId) => duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId),
+    },
+    (tx) => referInTransaction(tx, program, body),
+  );
 }
 
 async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateReferralBody): Promise<Referral> {
-  const existing = await findReferralIdByExternalId(tx, program.id, body.referredUserExternalId);
-  if (existing !== undefined) throw duplicateReferral(body.referredUserExternalId, existing);
   const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
   let credit: Credit;
   if (body.affiliateId !== undefined) {

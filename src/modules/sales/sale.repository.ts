@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import type { SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -79,7 +79,7 @@ export interface DailySales extends SaleTotals {
 /** Sales per UTC day since an instant, summed by the database; days without sales are absent. */
 export async function sumSalesByDay(db: Db, programId: string, since: string): Promise<DailySales[]> {
   // Timestamps are ISO text on SQLite and timestamptz on PostgreSQL.
-  const day = dialectOf(db as unknown as Kysely<unknown>) === 'postgres'
+  const day = dialectOf(db) === 'postgres'
     ? sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`
     : sql<string>`substr(created_at, 1, 10)`;
   const rows = await db

@@ -2,9 +2,8 @@ import { commissionFor, millionthsToRate, rateToMillionths } from '../../domain/
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
-import { isUniqueViolationOn } from '../../db/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
@@ -69,20 +68,19 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
   const bodyRate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
 
   const invoiceKey = body.externalInvoiceId ? body.externalInvoiceId : null;
-  try {
-    return await inTransaction(db, (tx) => sellInTransaction(tx, program, body, { totalEarned, bodyRate, invoiceKey }));
-  } catch (error) {
-    // A concurrent request recorded the same invoice first (on PostgreSQL this transaction is
-    // aborted by then): answer with the sale that won, never a second commission.
-    if (invoiceKey === null || !isUniqueViolationOn(error, 'invoice_key')) throw error;
-    const existing = await findSaleIdByInvoice(db, program.id, invoiceKey);
-    if (existing === undefined) throw error;
-    throw duplicateSale(invoiceKey, existing);
-  }
+  const work = (tx: Tx) => sellInTransaction(tx, program, body, { totalEarned, bodyRate, invoiceKey });
+  if (invoiceKey === null) return inTransaction(db, work);
+  // An invoice pays commission once: a retried billing webhook gets the sale already recorded.
+  return inTransactionOnce(
+    db,
+    {
+      column: 'invoice_key',
+      findExisting: (q) => findSaleIdByInvoice(q, program.id, invoiceKey),
+      duplicateOf: (existingId) => duplicate('duplicate_sale', `A sale with externalInvoiceId "${invoiceKey}" is already recorded in this program.`, existingId),
+    },
+    work,
+  );
 }
-
-const duplicateSale = (invoiceId: string, existingId: number) =>
-  duplicate('duplicate_sale', `A sale with externalInvoiceId "${invoiceId}" is already recorded in this program.`, existingId);
 
 async function sellInTransaction(
   tx: Tx,
@@ -90,10 +88,6 @@ async function sellInTransaction(
   body: CreateSaleBody,
   { totalEarned, bodyRate, invoiceKey }: { totalEarned: number; bodyRate: number | undefined; invoiceKey: string | null },
 ): Promise<Sale> {
-  if (invoiceKey !== null) {
-    const existing = await findSaleIdByInvoice(tx, program.id, invoiceKey);
-    if (existing !== undefined) throw duplicateSale(invoiceKey, existing);
-  }
   const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
   let { referral, credit } = await findCustomer(tx, program, body);
   credit ??= await findCreditByCode(tx, program, code!);

@@ -41,9 +41,7 @@ export async function countAttempt(db: Db, key: string, limit: AttemptLimit, now
   return row.count > limit.max ? secondsLeft(row.window_started_at, limit, now) : null;
 }
 
-/** Like countAttempt, but only looks: the seconds to wait when `key` has used up its limit, else null. */
-export async function attemptsExhausted(db: Db, key: string, limit: AttemptLimit, now: Date): Promise<number | null> {
-  const row = await db.selectFrom('attempt_counters').select(['count', 'window_started_at']).where('key', '=', key).executeTakeFirst();
-  if (!row || Date.parse(toIso(row.window_started_at)) <= now.getTime() - limit.windowMs) return null;
-  return row.count >= limit.max ? secondsLeft(row.window_started_at, limit, now) : null;
+/** Takes one attempt back (one that turned out to be legitimate). */
+export async function uncountAttempt(db: Db, key: string): Promise<void> {
+  await db.updateTable('attempt_counters').set({ count: sql`count - 1` }).where('key', '=', key).where('count', '>', 0).execute();
 }

@@ -55,19 +55,18 @@ export async function revokeToken(db: Db, tokenId: string, clock: Clock = system
 }
 
 /**
- * Revokes the token unless it already is; returns whether this call revoked it. The
- * subscriptions a tool made with the token go with it (a disconnected Zap fires no more).
+ * Revokes the token unless it already is (or is not of `scope`'s program and kind); returns
+ * whether this call revoked it. The subscriptions a tool made with the token go with it (a
+ * disconnected Zap fires no more), and this process's token cache is dropped on commit.
  */
-export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock): Promise<boolean> {
-  const result = await tx
-    .updateTable('api_tokens')
-    .set({ revoked_at: clock().toISOString() })
-    .where('id', '=', tokenId)
-    .where('revoked_at', 'is', null)
-    .executeTakeFirst();
+export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock, scope?: { programId: string; kind: TokenKind }): Promise<boolean> {
+  let update = tx.updateTable('api_tokens').set({ revoked_at: clock().toISOString() }).where('id', '=', tokenId).where('revoked_at', 'is', null);
+  if (scope) update = update.where('program_id', '=', scope.programId).where('kind', '=', scope.kind);
+  const result = await update.executeTakeFirst();
+  if (result.numUpdatedRows === 0n) return false;
   await deleteWebhooksOfToken(tx, tokenId);
   afterCommit(tx, forgetCachedTokens);
-  return result.numUpdatedRows > 0n;
+  return true;
 }
 
 export interface Authenticated {
@@ -149,18 +148,6 @@ export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>
  * process's next API call (the token cache is dropped on commit).
  */
 export async function revokeProgramToken(db: Db, programId: string, kind: TokenKind, tokenId: string, clock: Clock = systemClock): Promise<void> {
-  if (!isUuid(tokenId)) throw notFound('An active token with this id');
-  await inTransaction(db, async (tx) => {
-    const result = await tx
-      .updateTable('api_tokens')
-      .set({ revoked_at: clock().toISOString() })
-      .where('id', '=', tokenId)
-      .where('program_id', '=', programId)
-      .where('kind', '=', kind)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw notFound('An active token with this id');
-    await deleteWebhooksOfToken(tx, tokenId);
-    afterCommit(tx, forgetCachedTokens);
-  });
+  const revoked = isUuid(tokenId) && (await inTransaction(db, (tx) => revokeTokenIfActive(tx, tokenId, clock, { programId, kind })));
+  if (!revoked) throw notFound('An active token with this id');
 }

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import type { WebhookAttemptsTable, WebhooksTable } from '../../db/schema.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
@@ -136,7 +136,7 @@ export interface ClaimedDelivery {
  * its events in sequence order where possible.
  */
 export async function claimDueDeliveries(db: Db, options: { now: string; leaseId: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]> {
-  const pg = dialectOf(db as unknown as Kysely<unknown>) === 'postgres';
+  const pg = dialectOf(db) === 'postgres';
   const { now, leaseId, leaseUntil, limit } = options;
   const claimed = await db
     .updateTable('webhook_deliveries')

@@ -3,13 +3,13 @@ import type { AppServices } from '../../app-services.ts';
 import { listIntegrations } from '../../modules/integrations/integration.service.ts';
 import { listProgramTokens, revokeProgramToken, toTokenSummary } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';
-import { csrfField } from '../layout.ts';
+import { postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatTime } from './format.ts';
 
 // Connected apps: every token the connect flow issued for this program (Zapier, n8n, Make …),
-// who connected it and when, with Revoke. A revoked token is refused on its next API call:
-// authentication looks the token up on every request.
+// who connected it and when, with Revoke. A revoked token is refused on this process's next API
+// call, and by other server processes within TOKEN_CACHE_MS (their cached lookup expires).
 
 export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock }) => {
   app.get('/apps', async (request, reply) => {
@@ -40,7 +40,7 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
                 <td>${c.revokedAt ? html`<span class="badge bad">Revoked</span>` : html`<span class="badge ok">Active</span>`}</td>
                 <td>${c.revokedAt
                   ? ''
-                  : html`<form method="post" action="${base}/apps/${c.id}/revoke" class="inline">${csrfField(request.session!)}<button type="submit" class="danger small" aria-label="Revoke ${appName} connected ${c.createdAt.slice(0, 10)}">Revoke</button></form>`}</td>
+                  : postButton(request.session!, `${base}/apps/${c.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${appName} connected ${c.createdAt.slice(0, 10)}` })}</td>
               </tr>`;
             })}</tbody>
           </table></div>`}
@@ -49,7 +49,7 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
       title: 'Connected apps',
       active: 'apps',
       body,
-      flash: doneFlash(request, { revoked: 'Connection revoked. The app is refused from its next request; reconnect it from the app to use it again.' }),
+      flash: doneFlash(request, { revoked: 'Connection revoked. The app is refused within a few seconds; reconnect it from the app to use it again.' }),
     });
   });
 

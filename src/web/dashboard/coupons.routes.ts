@@ -11,7 +11,7 @@ import { CreatePromotionalCodeBody, UpdatePromotionalCodeBody, type Coupon, type
 import { serializeCoupons } from '../../modules/promotional-codes/promotional-code.serializer.ts';
 import { createPromotionalCode, getPromotionalCode, updatePromotionalCode } from '../../modules/promotional-codes/promotional-code.service.ts';
 import { html, type SafeHtml } from '../html.ts';
-import { csrfField } from '../layout.ts';
+import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatAmount, formatTime, statusBadge } from './format.ts';
 import {
@@ -149,7 +149,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
                 <td><div class="actions">
                   <a href="${base}/coupons/codes/${code.id}" aria-label="Edit ${code.code}">Edit</a>
                   ${code.active
-                    ? html`<form method="post" action="${base}/coupons/codes/${code.id}/deactivate" class="inline">${csrfField(request.session!)}<button type="submit" class="link" aria-label="Deactivate ${code.code}">Deactivate</button></form>`
+                    ? postButton(request.session!, `${base}/coupons/codes/${code.id}/deactivate`, 'Deactivate', { className: 'link', ariaLabel: `Deactivate ${code.code}` })
                     : ''}
                 </div></td>
               </tr>`,

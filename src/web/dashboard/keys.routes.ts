@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { invalidField } from '../../domain/errors.ts';
 import { issueToken, listProgramTokens, revokeProgramToken, toTokenSummary, type IssuedToken } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';
-import { csrfField } from '../layout.ts';
+import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatTime } from './format.ts';
 import { formErrorsOf, noErrors, readForm, textField, type FormErrors, type FormValues } from './forms.ts';
@@ -65,7 +65,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
                 <td>${key.revokedAt ? html`<span class="badge bad">Revoked</span>` : html`<span class="badge ok">Active</span>`}</td>
                 <td>${key.revokedAt
                   ? ''
-                  : html`<form method="post" action="${base}/keys/${key.id}/revoke" class="inline">${csrfField(request.session!)}<button type="submit" class="danger small" aria-label="Revoke ${key.name} (${key.prefix}…)">Revoke</button></form>`}</td>
+                  : postButton(request.session!, `${base}/keys/${key.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${key.name} (${key.prefix}…)` })}</td>
               </tr>`,
             )}</tbody>
           </table></div>`}
@@ -79,7 +79,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
         ? { kind: 'error', text: errors.message }
         : issued
           ? { kind: 'ok', text: 'API key created.' }
-          : doneFlash(request, { revoked: 'Key revoked. Requests with it are refused from now on.' }),
+          : doneFlash(request, { revoked: 'Key revoked. Requests with it are refused within a few seconds.' }),
     });
   }
 

@@ -4,7 +4,7 @@ import { addIntegration, listIntegrations, removeIntegration } from '../../modul
 import { updateProgram } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
 import { html } from '../html.ts';
-import { csrfField, renderPage } from '../layout.ts';
+import { csrfField, postButton, renderPage } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, redirectDone, sendPage } from './dashboard-page.ts';
 import { formErrorsOf, noErrors, optionalText, readForm, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { programFields, programFormValues, programInputOf } from './programs.routes.ts';
@@ -58,7 +58,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
                   <td>${i.redirectUris.map((uri) => html`<code>${uri}</code><br>`)}</td>
                   <td>${i.clientId ?? '—'}${i.hasClientSecret ? html` <span class="badge">secret set</span>` : ''}</td>
                   ${operator
-                    ? html`<td><form method="post" action="${base}/settings/integrations/${i.name}/remove" class="inline">${csrfField(request.session!)}<button type="submit" class="danger small" aria-label="Remove ${i.displayName}">Remove</button></form></td>`
+                    ? html`<td>${postButton(request.session!, `${base}/settings/integrations/${i.name}/remove`, 'Remove', { className: 'danger small', ariaLabel: `Remove ${i.displayName}` })}</td>`
                     : ''}
                 </tr>`,
               )}</tbody>

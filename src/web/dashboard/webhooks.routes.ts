@@ -19,8 +19,7 @@ import {
   type WebhookWithCounts,
 } from '../../modules/webhooks/webhook.service.ts';
 import { html, type SafeHtml } from '../html.ts';
-import { csrfField } from '../layout.ts';
-import type { WebSession } from '../session.ts';
+import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatCount, formatTime } from './format.ts';
 import { errorFlash, formErrorsOf, noErrors, optionalUtcDateTime, readForm, readQuery, textField, toDateTimeInput, type FormErrors, type FormValues } from './forms.ts';
@@ -89,10 +88,6 @@ function disabledNotice(w: WebhookWithCounts, disableAfter: string): SafeHtml {
     <p><strong>This endpoint was disabled at ${formatTime(w.disabled_at)}</strong> because every delivery attempt to it failed for ${disableAfter}${w.failing_since === null ? '' : html` (failing since ${formatTime(w.failing_since)})`}.</p>
     <p>Tandem still queues its events (${formatCount(w.pending)} waiting) but sends nothing until you re-enable it. Fix the endpoint first, then re-enable it: the queued events are delivered at once.</p>
   </div>`;
-}
-
-function postButton(session: WebSession, action: string, label: string, options: { kind?: string; ariaLabel?: string; fields?: SafeHtml } = {}): SafeHtml {
-  return html`<form method="post" action="${action}" class="inline">${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${[options.kind ?? 'secondary', 'small'].filter(Boolean).join(' ')}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
 }
 
 function eventCheckboxes(checked: string[], errors: FormErrors): SafeHtml {
@@ -173,7 +168,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
             <p class="muted" id="new-secret-status" role="status"></p>
             <p>Endpoint: <code class="url">${created.url}</code></p>
             <div class="actions">
-              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { kind: '' })}
+              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { className: 'small' })}
               <a href="${base}/webhooks/${created.id}">See its deliveries</a>
             </div>
           </section>`
@@ -197,8 +192,8 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
                 <td><div class="row-actions">
                   ${w.disabled_at === null
                     ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send a test event to ${w.url}` })
-                    : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { kind: '', ariaLabel: `Re-enable ${w.url}` })}
-                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { kind: 'danger', ariaLabel: `Delete ${w.url}` })}
+                    : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
+                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}` })}
                 </div></td>
               </tr>`,
             )}</tbody>
@@ -256,9 +251,9 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <h1>Webhook endpoint</h1>
         <div class="actions">
           ${disabled
-            ? postButton(session, `${path}/enable`, 'Re-enable', { kind: '' })
-            : postButton(session, `${path}/test`, 'Send a test event', { kind: '' })}
-          ${postButton(session, `${path}/delete`, 'Delete endpoint', { kind: 'danger' })}
+            ? postButton(session, `${path}/enable`, 'Re-enable', { className: 'small' })
+            : postButton(session, `${path}/test`, 'Send a test event', { className: 'small' })}
+          ${postButton(session, `${path}/delete`, 'Delete endpoint', { className: 'danger small' })}
         </div>
       </div>
       ${disabled ? disabledNotice(webhook, disableAfter) : ''}
