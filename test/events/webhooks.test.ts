@@ -63,6 +63,8 @@ describe('webhooks', () => {
     const before = (await api.get('/webhooks')).body.length;
     assertProblem(await api.post('/webhooks', { url: receiver.url, events: ['sale.exploded'] }), 422, 'validation_failed', '#/events/0');
     assertProblem(await api.post('/webhooks', { url: receiver.url, events: [] }), 422, 'validation_failed', '#/events');
+    // webhook.test goes only to the endpoint it is sent to from the dashboard: not subscribable.
+    assertProblem(await api.post('/webhooks', { url: receiver.url, events: ['webhook.test'] }), 422, 'validation_failed', '#/events/0');
     assertProblem(await api.post('/webhooks', { url: receiver.url, events: ['*', 'sale.created'] }), 422, 'validation_failed', '#/events');
     assertProblem(await api.post('/webhooks', { url: 'not a url', events: ['*'] }), 422, 'validation_failed', '#/url');
     assertProblem(await api.post('/webhooks', { url: 'ftp://127.0.0.1/x', events: ['*'] }), 422, 'validation_failed', '#/url');

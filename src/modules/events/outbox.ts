@@ -34,6 +34,9 @@ export const EVENT_TYPES = [
 
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** The types a subscription may name; `webhook.test` only ever goes where it is sent. */
+export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'webhook.test');
+
 /**
  * Writes an event in the caller's transaction (the outbox pattern): it commits with the
  * change it reports or not at all. `data` is the resource exactly as the API returns it.

@@ -1,8 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
-import { EVENT_TYPES } from '../events/outbox.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../events/outbox.ts';
 
-export const EventTypeFilter = Type.Union([Type.Literal('*'), ...EVENT_TYPES.map((t) => Type.Literal(t))], {
+export const EventTypeFilter = Type.Union([Type.Literal('*'), ...SUBSCRIBABLE_EVENT_TYPES.map((t) => Type.Literal(t))], {
   description: 'an event type, or * for every type',
 });
 

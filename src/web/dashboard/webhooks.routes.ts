@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, type FieldError } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
-import { EVENT_TYPES } from '../../modules/events/outbox.ts';
+import { SUBSCRIBABLE_EVENT_TYPES } from '../../modules/events/outbox.ts';
 import { CreateWebhookBody, type CreatedWebhook } from '../../modules/webhooks/webhook.schema.ts';
 import {
   createWebhook,
@@ -30,8 +30,6 @@ import { errorFlash, formErrorsOf, noErrors, optionalUtcDateTime, readForm, read
 // response to the form post itself, as a new API key is. The URL, the event types and the
 // receivers' answers are untrusted text: the html template escapes every one of them.
 
-/** The types a subscription may name; `webhook.test` only ever goes where it is sent. */
-const SUBSCRIBABLE = EVENT_TYPES.filter((type) => type !== 'webhook.test');
 
 const LIST_DONE = { deleted: 'Endpoint deleted. It receives no more events.' };
 
@@ -98,7 +96,7 @@ function eventCheckboxes(checked: string[], errors: FormErrors): SafeHtml {
     <legend>Events <span class="req" aria-hidden="true">*</span></legend>
     ${box('*', 'f-events-all', 'All events, including types added later')}
     <p class="help" id="f-events-help">Or only these:</p>
-    <div class="check-grid">${SUBSCRIBABLE.map((type) => box(type, `f-events-${type.replace(/[^a-z]/g, '-')}`, html`<code>${type}</code>`))}</div>
+    <div class="check-grid">${SUBSCRIBABLE_EVENT_TYPES.map((type) => box(type, `f-events-${type.replace(/[^a-z]/g, '-')}`, html`<code>${type}</code>`))}</div>
     ${error ? html`<p class="error" id="f-events-error">${error}</p>` : ''}
   </fieldset>`;
 }
@@ -118,7 +116,7 @@ function createBodyOf(form: FormValues, events: string[]): CreateWebhookBody {
   if (events.length === 0) errors.push({ pointer: '#/events', detail: 'choose “All events” or at least one event type' });
   else if (events.includes('*') && events.length > 1) errors.push({ pointer: '#/events', detail: 'choose “All events” or some event types, not both' });
   else if (!events.includes('*')) {
-    const unknown = events.filter((e) => !(SUBSCRIBABLE as readonly string[]).includes(e));
+    const unknown = events.filter((e) => !(SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(e));
     if (unknown.length > 0) errors.push({ pointer: '#/events', detail: `${unknown.length === 1 ? 'not an event type' : 'not event types'}: ${unknown.join(', ')}` });
   }
   if (errors.length > 0) throw new ApiError('validation_failed', 'The request is invalid.', errors);
