@@ -9,6 +9,7 @@ export const errorStatus = {
   duplicate_sale: 409,
   duplicate_referral: 409,
   idempotency_conflict: 409,
+  has_dependents: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,
   validation_failed: 422,
@@ -74,4 +75,9 @@ export function conflict(detail: string): ApiError {
 /** 409 for a second record of what the program already has; `existingId` names the first. */
 export function duplicate(code: 'duplicate_sale' | 'duplicate_referral', detail: string, existingId: string | number): ApiError {
   return Object.assign(new ApiError(code, detail), { existingId });
+}
+
+/** 409 for a delete that would take other records with it, unless the client asks with force=true. */
+export function hasDependents(detail: string): ApiError {
+  return new ApiError('has_dependents', `${detail} Send force=true to delete it anyway (docs/api.md, "Deleting").`);
 }
