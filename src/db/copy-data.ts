@@ -18,6 +18,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'promotional_codes', key: ['id'] },
   { name: 'referrals', key: ['id'] },
   { name: 'sales', key: ['id'] },
+  { name: 'sale_refunds', key: ['id'] },
   { name: 'events', key: ['id'] },
   { name: 'webhooks', key: ['id'] },
   { name: 'webhook_deliveries', key: ['id'] },

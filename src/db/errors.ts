@@ -14,3 +14,13 @@ export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }
+
+/**
+ * True when a driver error reports a foreign-key violation: on PostgreSQL, a row this request
+ * refers to (an affiliate, a link, a coupon) was deleted by a concurrent request after it was
+ * read. SQLite runs transactions one at a time, so there it would be a bug.
+ */
+export function isForeignKeyViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503';
+}

@@ -6,6 +6,7 @@ import * as webhooks from './migrations/2026-11-23T0100-webhooks.ts';
 import * as idempotencyLease from './migrations/2026-11-23T0200-idempotency-lease.ts';
 import * as attemptCounters from './migrations/2026-11-23T0300-attempt-counters.ts';
 import * as duplicateKeys from './migrations/2026-11-23T0400-duplicate-keys.ts';
+import * as refunds from './migrations/2026-11-23T0500-refunds.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-23T0200-idempotency-lease': idempotencyLease,
   '2026-11-23T0300-attempt-counters': attemptCounters,
   '2026-11-23T0400-duplicate-keys': duplicateKeys,
+  '2026-11-23T0500-refunds': refunds,
 };
 
 export class MigrationError extends Error {}

@@ -124,6 +124,22 @@ export interface SalesTable {
   total_earned: number;
   commission_rate: number;
   commission: number;
+  /** Running totals of the sale's refunds (minor units): what was paid back and the commission taken back. */
+  refunded_amount: Generated<Counter>;
+  refunded_commission: Generated<Counter>;
+  created_at: Timestamp;
+  /** Last edit or refund; null only for rows recorded before edits existed. */
+  updated_at: Timestamp | null;
+}
+
+/** One refund of a sale, as it happened; the sale carries the running totals. */
+export interface SaleRefundsTable {
+  id: string;
+  program_id: string;
+  sale_id: number | string;
+  /** Minor units paid back, and commission taken back by this refund. */
+  amount: number;
+  commission: number;
   created_at: Timestamp;
 }
 
@@ -311,6 +327,7 @@ export interface Database {
   affiliate_links: AffiliateLinksTable;
   referrals: ReferralsTable;
   sales: SalesTable;
+  sale_refunds: SaleRefundsTable;
   coupons: CouponsTable;
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setTimeout } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { isUniqueViolationOn } from './errors.ts';
@@ -32,18 +33,42 @@ export function afterCommit(tx: Tx, callback: () => void): void {
   else callback(); // not opened by inTransaction: the caller commits; run now rather than never
 }
 
-/** The one way to run several statements atomically: commits on return, rolls back on throw. */
+/** PostgreSQL gave up on the transaction to break a lock cycle (or a serialization conflict); trying again is safe. */
+function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+const CONFLICT_ATTEMPTS = 4;
+
+/**
+ * The one way to run several statements atomically: commits on return, rolls back on throw.
+ * Two transactions that lock the same rows in different orders (deleting an affiliate while a
+ * referral of theirs is deleted, say) can deadlock on PostgreSQL; the database aborts one, and
+ * it is run again from the start, so a client sees the outcome rather than an error.
+ */
 export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
   const beforeCommit = beforeCommitHooks.getStore();
-  const committed: (() => void)[] = [];
-  const result = await db.transaction().execute(async (tx) => {
-    afterCommitCallbacks.set(tx, committed);
-    const value = await work(tx);
-    if (beforeCommit) await beforeCommit(tx, value);
-    return value;
-  });
-  for (const callback of committed) callback();
-  return result;
+  for (let attempt = 1; ; attempt++) {
+    const committed: (() => void)[] = [];
+    let result: T;
+    try {
+      result = await db.transaction().execute(async (tx) => {
+        afterCommitCallbacks.set(tx, committed);
+        const value = await work(tx);
+        if (beforeCommit) await beforeCommit(tx, value);
+        return value;
+      });
+    } catch (error) {
+      if (attempt < CONFLICT_ATTEMPTS && isRetryableConflict(error)) {
+        await setTimeout(Math.random() * 20 * attempt);
+        continue;
+      }
+      throw error;
+    }
+    for (const callback of committed) callback();
+    return result;
+  }
 }
 
 /** A row that must be recorded once: where its unique key is, and how to answer a second one. */

@@ -24,3 +24,18 @@ export function commissionFor(totalEarnedMinor: number, rateMillionths: number):
   const rounded = (magnitude + divisor / 2n) / divisor;
   return Number(negative ? -rounded : rounded);
 }
+
+/**
+ * The part of a sale's commission that a refund of `refundedMinor` out of `totalEarnedMinor`
+ * takes back: commission × refunded / total, rounded half away from zero. Computed on the running
+ * refunded total, so a full refund takes back exactly the whole commission however it was split.
+ */
+export function commissionTakenBack(commissionMinor: number, refundedMinor: number, totalEarnedMinor: number): number {
+  if (totalEarnedMinor === 0 || refundedMinor === 0) return 0;
+  const product = BigInt(commissionMinor) * BigInt(refundedMinor);
+  const total = BigInt(totalEarnedMinor);
+  const negative = product < 0n;
+  const magnitude = negative ? -product : product;
+  const rounded = (2n * magnitude + total) / (2n * total);
+  return Number(negative ? -rounded : rounded);
+}

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, statusTitle, type ErrorCode, type FieldError } from '../domain/errors.ts';
 import { toFieldErrors } from './validation.ts';
+import { isForeignKeyViolation } from '../db/errors.ts';
 
 export interface ProblemBody {
   type: 'about:blank';
@@ -25,6 +26,9 @@ export function sendProblem(reply: FastifyReply, body: ProblemBody): FastifyRepl
 /** Maps every error the framework or our code can raise onto the contract's problem body. */
 function classify(error: FastifyError | ApiError): { status: number; code: ErrorCode; detail: string; errors?: FieldError[]; existingId?: string | number } {
   if (error instanceof ApiError) return error;
+  if (isForeignKeyViolation(error)) {
+    return { status: 404, code: 'not_found', detail: 'Something this request refers to was deleted while it ran; nothing was written.' };
+  }
   const fe = error as FastifyError;
   if (fe.validation) {
     const where = fe.validationContext === 'body' ? 'request body' : 'query string';

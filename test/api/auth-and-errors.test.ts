@@ -370,7 +370,7 @@ describe('request errors', () => {
     for (const res of [
       await call(`${base}/nothing-here`),
       await call(`${base}/nothing-here`, { headers: auth }),
-      await call(`${base}/affiliates`, { method: 'DELETE', headers: auth }),
+      await call(`${base}/affiliates`, { method: 'PATCH', headers: auth }),
       await call(`${base}/affiliates/123`, { headers: auth }),
       await call(`${t.url}/api/v2/affiliates`, { headers: auth }),
     ]) {

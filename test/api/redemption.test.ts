@@ -517,6 +517,8 @@ describe('promotional code redemption', () => {
         totalEarned: 80,
         commissionRate: 20,
         createdAt: res.body.createdAt,
+        refundedAmount: 0,
+        status: 'paid',
       });
 
       const sale = await db().selectFrom('sales').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();

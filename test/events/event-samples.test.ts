@@ -27,13 +27,23 @@ const SRC_DIR = new URL('../../src/', import.meta.url);
 const EMITTED = [
   'affiliate.created',
   'affiliate.updated',
+  'affiliate.deleted',
   'referral.created',
+  'referral.updated',
+  'referral.deleted',
   'sale.created',
+  'sale.updated',
+  'sale.refunded',
+  'sale.deleted',
   'link.created',
   'link.updated',
+  'link.deleted',
   'coupon.created',
+  'coupon.updated',
+  'coupon.deleted',
   'promotional_code.created',
   'promotional_code.updated',
+  'promotional_code.deleted',
   'promotional_code.redeemed',
   'webhook.test',
 ] as const;
@@ -241,7 +251,27 @@ describe('docs/events.md samples and signatures against real events', () => {
     const coupon = await created(await api.post('/coupons', { name: '20% off the first month', couponType: 'PERCENTAGE', percentOff: 20, duration: 'once' }));
     const code = await created(await api.post('/promotional-codes', { couponId: coupon.id, code: `JANE${process.pid}`, affiliateId: affiliate.id }));
     await created(await api.put('/promotional-codes', { promotionalCodeId: code.id, maxRedemptions: 100 }), 200);
-    await created(await api.post('/sales', { email: customer, promoCode: code.code, totalEarned: 49.99, externalId: `ch_${tag}`, externalInvoiceId: `in_${tag}` }));
+    const sale = await created(await api.post('/sales', { email: customer, promoCode: code.code, totalEarned: 49.99, externalId: `ch_${tag}`, externalInvoiceId: `in_${tag}` }));
+    // A sale edited and partly refunded, another voided; a referral edited and deleted; a spare affiliate deleted.
+    await created(await api.put('/sales', { saleId: sale.id, name: 'Carl C. Customer' }), 200);
+    await created(await api.post('/sales/refund', { saleId: sale.id, amount: 10 }));
+    const voided = await created(await api.post('/sales', { email: customer, totalEarned: 19, externalInvoiceId: `in2_${tag}` }));
+    await created(await api.request('DELETE', '/sales', { id: voided.id }), 200);
+    const doubt = await created(await api.post('/referrals', { name: 'Dana Doubt', email: `dana-${tag}@example.org`, referredUserExternalId: `cus2_${tag}`, affiliateId: affiliate.id }));
+    await created(await api.put('/referrals', { referralId: doubt.id, plan: 'team', status: 'INACTIVE' }), 200);
+    await created(await api.request('DELETE', '/referrals', { id: doubt.id }), 200);
+    const spareAffiliate = await created(await api.post('/affiliates', { firstName: 'Sam', lastName: 'Spare', email: `sam-${tag}@example.net` }));
+    await created(await api.request('DELETE', '/affiliates', { id: spareAffiliate.id }), 200);
+    // The deletes and coupon.updated: a spare link, then a coupon updated and deleted with its
+    // codes after one of them was deleted on its own.
+    const spare = await created(await api.post('/links', { affiliateId: affiliate.id, link: `spare-${tag}` }));
+    await created(await api.request('DELETE', `/links?id=${spare.id}`), 200);
+    const summer = await created(await api.post('/coupons', { name: 'Summer', couponType: 'FLAT', amountOff: 10 }));
+    const once = await created(await api.post('/promotional-codes', { couponId: summer.id, code: `ONCE${process.pid}` }));
+    await created(await api.request('DELETE', '/promotional-codes', { id: once.id }), 200);
+    await created(await api.post('/promotional-codes', { couponId: summer.id, code: `SUMMER${process.pid}`, affiliateId: affiliate.id }));
+    await created(await api.put('/coupons', { id: summer.id, name: 'Summer sale', redeemBy: '2030-09-01T00:00:00Z' }), 200);
+    await created(await api.request('DELETE', '/coupons', { id: summer.id }), 200);
     testEventId = await sendTestEvent(db, await programContext(t, api.programId), hook.id);
 
     const polled = await fetch(`${t.url}/api/v1/events?limit=1000`, { headers: { authorization: `Bearer ${api.token}` } });
@@ -288,8 +318,8 @@ describe('docs/events.md samples and signatures against real events', () => {
   });
 
   it('names every other event type of the contract as reserved, and no emitted one', () => {
-    const reserved = /^Reserved, emitted when[\s\S]*?(?:\n\n)/m.exec(doc.text)?.[0];
-    assert.ok(reserved, 'a "Reserved, emitted when the endpoints that cause them exist" paragraph');
+    const reserved = /^Reserved, emitted (?:when|once)[\s\S]*?(?:\n\n)/m.exec(doc.text)?.[0];
+    assert.ok(reserved, 'a "Reserved, emitted once …" paragraph');
     for (const type of EVENT_TYPES) {
       const named = reserved.includes(`\`${type}\``);
       if ((EMITTED as readonly string[]).includes(type)) assert.ok(!named, `${type} is emitted, not reserved`);

@@ -433,6 +433,16 @@ describe('dashboard: overview, referrals and sales', () => {
     const ninety = await owner.page(`${base}?days=90`);
     assert.match(ninety, /last 90 days/);
     assert.equal((ninety.match(/<text class="axis-label" x="[\d.]+" y="232"/g) ?? []).length, 6, 'a date label every 15 days');
+
+    // A refund and a void: revenue and commission are net, like the affiliates' totals.
+    const [newest, second] = sales as unknown as { id: number; totalEarned: number }[];
+    assert.deepEqual([newest!.totalEarned, second!.totalEarned], [1234.56, 57.77]);
+    assert.equal((await key.post('/sales/refund', { saleId: newest!.id, amount: 34.56 })).status, 201);
+    assert.equal((await key.request('DELETE', `/sales?id=${second!.id}`)).status, 200);
+    const netCommission = ((await key.get('/affiliates')).body as { totalCommissionEarned: number }[]).reduce((sum, a) => sum + Math.round(a.totalCommissionEarned * 100), 0) / 100;
+    page = await owner.page(base);
+    assert.deepEqual(['sales', 'revenue', 'commission'].map((k) => stat(page, k)), ['4', '$1,320.00', money(netCommission)]);
+    assert.match(await owner.page(`${base}/sales`), /\$34\.56 refunded/);
   });
 
   it('lists referrals and sales, filtered by affiliate and by date', async () => {

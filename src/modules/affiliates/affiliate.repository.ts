@@ -2,6 +2,7 @@ import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
@@ -74,7 +75,33 @@ export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
     .execute();
 }
 
-export async function updateAffiliateRow(db: Db, programId: string, id: string, changes: Updateable<AffiliatesTable>): Promise<void> {
+/**
+ * The affiliate to delete, its row locked until the transaction ends (PostgreSQL): a referral,
+ * sale, link or code being recorded for it holds a key-share lock, so the delete waits for it
+ * and sees it, or it fails its foreign key after the delete.
+ */
+export function findAffiliateForDelete(tx: Tx, programId: string, id: string) {
+  const q = selectAffiliates(tx, programId).where('a.id', '=', id);
+  return (dialectOf(tx) === 'postgres' ? q.forUpdate('a') : q).executeTakeFirst();
+}
+
+/** How many referrals, sales and promotional codes name the affiliate (one statement). */
+export async function countAffiliateDependents(db: Db | Tx, id: string): Promise<{ referrals: number; sales: number; codes: number }> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb.selectFrom('referrals').select((e) => e.fn.countAll().as('n')).where('affiliate_id', '=', id).as('referrals'),
+      eb.selectFrom('sales').select((e) => e.fn.countAll().as('n')).where('affiliate_id', '=', id).as('sales'),
+      eb.selectFrom('promotional_codes').select((e) => e.fn.countAll().as('n')).where('affiliate_id', '=', id).as('codes'),
+    ])
+    .executeTakeFirstOrThrow();
+  return { referrals: Number(row.referrals), sales: Number(row.sales), codes: Number(row.codes) };
+}
+
+export async function deleteAffiliateRow(tx: Tx, id: string): Promise<void> {
+  await tx.deleteFrom('affiliates').where('id', '=', id).execute();
+}
+
+export async function updateAffiliateRow(db: Db | Tx, programId: string, id: string, changes: Updateable<AffiliatesTable>): Promise<void> {
   await db.updateTable('affiliates').set(changes).where('program_id', '=', programId).where('id', '=', id).execute();
 }
 

@@ -3,8 +3,9 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { AffiliateSchema, AffiliatesQuery, CreateAffiliateBody } from './affiliate.schema.ts';
-import { createAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate } from './affiliate.service.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
+import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget } from './affiliate.schema.ts';
+import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliateFromApi } from './affiliate.service.ts';
 
 const affiliates = oneOrMany(AffiliateSchema);
 
@@ -40,5 +41,31 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
       const rows = finishPage(request, reply, config.siteUrl, await getAffiliatePage(db, program, page), page);
       return affiliates.sendMany(reply, rows.map((row) => serializeAffiliate(row, program)));
     },
+  );
+
+  app.put(
+    '/affiliates',
+    {
+      schema: {
+        tags: ['Affiliates'],
+        summary: 'Change an affiliate found by id or affiliateId: names, email, own link, rate, payout e-mail, status ("ACTIVE"/"INACTIVE" too)',
+        body: ApiUpdateAffiliateBody,
+        response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => updateAffiliateFromApi(db, request.auth.program, request.body),
+  );
+
+  app.delete(
+    '/affiliates',
+    {
+      schema: {
+        tags: ['Affiliates'],
+        summary: 'Delete an affiliate (id or affiliateId in the query or a JSON body); one with referrals, sales or codes needs force=true',
+        querystring: DeleteAffiliateTarget,
+        response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => deleteAffiliate(db, request.auth.program, deleteTarget(DeleteAffiliateTarget, request)),
   );
 };

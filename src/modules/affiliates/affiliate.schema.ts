@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Email, LinkString, ListQuery, Nullable, Percent, ShortText, Status, Uuid } from '../../http/schemas.ts';
+import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 export const AffiliateSchema = Type.Object(
   {
@@ -40,10 +41,13 @@ export const CreateAffiliateBody = Type.Object({
 });
 export type CreateAffiliateBody = Static<typeof CreateAffiliateBody>;
 
-/** What the dashboard may change on an affiliate; absent fields stay as they are. */
+/** What may change on an affiliate (dashboard form and PUT /affiliates); absent fields stay as they are. */
 export const UpdateAffiliateBody = Type.Object({
   firstName: Type.Optional(ShortText),
   lastName: Type.Optional(ShortText),
+  email: Type.Optional(Email),
+  /** The affiliate's own link string (its `link`). */
+  affiliateLink: Type.Optional(LinkString),
   /** null: follow the program's default rate. */
   commissionRate: Type.Optional(Nullable(Percent)),
   payoutEmail: Type.Optional(Email),
@@ -51,6 +55,18 @@ export const UpdateAffiliateBody = Type.Object({
   status: Type.Optional(Status),
 });
 export type UpdateAffiliateBody = Static<typeof UpdateAffiliateBody>;
+
+/** PUT /affiliates as the SDKs send it: the affiliate by `id` or `affiliateId`; `affiliateStatus` is `status`. */
+export const ApiUpdateAffiliateBody = Type.Object({
+  id: Type.Optional(Uuid),
+  affiliateId: Type.Optional(Uuid),
+  ...UpdateAffiliateBody.properties,
+  affiliateStatus: Type.Optional(Status),
+});
+export type ApiUpdateAffiliateBody = Static<typeof ApiUpdateAffiliateBody>;
+
+/** DELETE /affiliates: `id` or `affiliateId`, in the query or a JSON body; `force` takes what they earned with them. */
+export const DeleteAffiliateTarget = deleteTargetSchema({ id: Type.Optional(Uuid), affiliateId: Type.Optional(Uuid) });
 
 export const AffiliatesQuery = Type.Object({
   id: Type.Optional(Uuid),

@@ -4,16 +4,31 @@ import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
-import { findLink, insertLink, newLinkRow } from '../links/link.repository.ts';
+import { findLink, insertLink, newLinkRow, renameLink } from '../links/link.repository.ts';
+import { getLink } from '../links/link.service.ts';
+import { deleteSalesOf } from '../sales/sale.repository.ts';
+import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
+import { countSales } from '../sales/sale-counters.ts';
 import { assertValidBody } from '../../http/validation.ts';
-import { findAffiliate, findAffiliateNames, insertAffiliate, listAffiliates, searchAffiliates, updateAffiliateRow, type AffiliateRow } from './affiliate.repository.ts';
-import { UpdateAffiliateBody, type Affiliate, type CreateAffiliateBody } from './affiliate.schema.ts';
+import {
+  countAffiliateDependents,
+  deleteAffiliateRow,
+  findAffiliate,
+  findAffiliateForDelete,
+  findAffiliateNames,
+  insertAffiliate,
+  listAffiliates,
+  searchAffiliates,
+  updateAffiliateRow,
+  type AffiliateRow,
+} from './affiliate.repository.ts';
+import { UpdateAffiliateBody, type Affiliate, type ApiUpdateAffiliateBody, type CreateAffiliateBody } from './affiliate.schema.ts';
 
 export const DEFAULT_PAYMENT_METHOD = 'none';
 
@@ -115,29 +130,88 @@ export async function searchAffiliatePage(db: Db, program: ProgramContext, text:
 }
 
 /**
- * Changes an affiliate's names, rate, payout details or status (the dashboard's edit form;
- * deactivating is status "inactive"). The e-mail and link are identities and stay.
+ * Changes an affiliate's names, e-mail, own link, rate, payout details or status (the
+ * dashboard's edit form and PUT /affiliates; deactivating is status "inactive").
  */
 export async function updateAffiliate(db: Db, program: ProgramContext, id: string, body: UpdateAffiliateBody): Promise<Affiliate> {
   assertValidBody(UpdateAffiliateBody, body);
   const current = await findAffiliate(db, program.id, { id });
   if (!current) throw notFound('Affiliate');
-  const changes: Partial<Omit<AffiliateRow, 'link'>> = {};
+  const changes: Partial<Omit<AffiliateRow, 'link' | 'primary_link_id'>> = {};
   if (body.firstName !== undefined) changes.first_name = body.firstName.trim();
   if (body.lastName !== undefined) changes.last_name = body.lastName.trim();
+  if (body.email !== undefined) {
+    const { email, key } = normaliseEmail(body.email);
+    Object.assign(changes, { email, email_key: key });
+  }
   if (body.commissionRate !== undefined) {
     changes.commission_rate = body.commissionRate === null ? null : rateToMillionths(body.commissionRate, '#/commissionRate');
   }
   if (body.payoutEmail !== undefined) changes.payout_email = normaliseEmail(body.payoutEmail).email;
   if (body.paymentMethod !== undefined) changes.payment_method = body.paymentMethod;
   if (body.status !== undefined) changes.status = body.status.toLowerCase() as 'active' | 'inactive';
-  changes.updated_at = program.clock().toISOString();
-  const at = changes.updated_at;
+  const now = program.clock().toISOString();
+  changes.updated_at = now;
+  const newLink = body.affiliateLink !== undefined && body.affiliateLink !== current.link ? body.affiliateLink : undefined;
+  try {
+    return await inTransaction(db, async (tx) => {
+      await updateAffiliateRow(tx, program.id, id, changes);
+      if (newLink !== undefined && current.primary_link_id !== null) {
+        await renameLink(tx, current.primary_link_id, newLink, now);
+        await recordEvent(tx, program.id, 'link.updated', await getLink(tx, program, { id: current.primary_link_id }), now);
+      }
+      const updated = serializeAffiliate({ ...current, ...changes, link: newLink ?? current.link }, program);
+      await recordEvent(tx, program.id, 'affiliate.updated', updated, now);
+      return updated;
+    });
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    if (changes.email_key !== undefined) {
+      const holder = await findAffiliate(db, program.id, { emailKey: changes.email_key });
+      if (holder && holder.id !== id) throw conflict(`An affiliate with e-mail ${changes.email} already exists in this program.`);
+    }
+    if (newLink !== undefined) throw conflict(`The link "${newLink}" is already used in this program.`);
+    throw error;
+  }
+}
+
+/** PUT /affiliates as the SDKs send it: the id in the body, `affiliateStatus` for `status`. */
+export function updateAffiliateFromApi(db: Db, program: ProgramContext, body: ApiUpdateAffiliateBody): Promise<Affiliate> {
+  const { id, affiliateId, affiliateStatus, ...changes } = body;
+  if (id !== undefined && affiliateId !== undefined && id !== affiliateId) throw invalidField('#/affiliateId', 'and id name different affiliates');
+  const target = id ?? affiliateId;
+  if (target === undefined) throw invalidField('#/id', 'id or affiliateId is required');
+  if (affiliateStatus !== undefined && changes.status !== undefined && affiliateStatus.toLowerCase() !== changes.status.toLowerCase()) {
+    throw invalidField('#/affiliateStatus', 'and status differ');
+  }
+  return updateAffiliate(db, program, target, { ...changes, status: changes.status ?? affiliateStatus });
+}
+
+/**
+ * DELETE /affiliates. An affiliate with referrals, sales or promotional codes is refused
+ * (409 has_dependents) unless `force`: then their links, referrals and sales go with them, the
+ * sales of their referrals credited to someone else are voided from that one's counters, and
+ * their codes stay on their coupons, unassigned.
+ */
+export async function deleteAffiliate(db: Db, program: ProgramContext, target: { id?: string; affiliateId?: string; force?: boolean }): Promise<Affiliate> {
+  if (target.id !== undefined && target.affiliateId !== undefined && target.id !== target.affiliateId) throw invalidField('#/affiliateId', 'and id name different affiliates');
+  const id = target.id ?? target.affiliateId;
+  if (id === undefined) throw invalidField('#/id', 'id or affiliateId is required');
   return inTransaction(db, async (tx) => {
-    await updateAffiliateRow(tx, program.id, id, changes);
-    const updated = serializeAffiliate({ ...current, ...changes }, program);
-    await recordEvent(tx, program.id, 'affiliate.updated', updated, at);
-    return updated;
+    const row = await findAffiliateForDelete(tx, program.id, id);
+    if (!row) throw notFound('Affiliate');
+    await lockReferralsOfAffiliate(tx, id);
+    if (!target.force) {
+      const { referrals, sales, codes } = await countAffiliateDependents(tx, id);
+      if (referrals + sales + codes > 0) {
+        throw hasDependents(`The affiliate has ${referrals} referral(s), ${sales} sale(s) and ${codes} promotional code(s); deleting them deletes their referrals and sales and unassigns their codes.`);
+      }
+    }
+    await countSales(tx, await deleteSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id }), -1);
+    await deleteAffiliateRow(tx, id);
+    const deleted = serializeAffiliate(row, program);
+    await recordEvent(tx, program.id, 'affiliate.deleted', deleted, program.clock().toISOString());
+    return deleted;
   });
 }
 
@@ -152,4 +226,20 @@ export async function resolveAffiliate(db: Db | Tx, program: ProgramContext, by:
   const row = await findAffiliate(db, program.id, { id: by.id, emailKey: by.email === undefined ? undefined : normaliseEmail(by.email).key });
   if (!row) throw notFound('Affiliate');
   return row;
+}
+
+/**
+ * Turns a list query's `affiliateEmail` into its `affiliateId` filter. Null when the filters can
+ * match nothing: no affiliate has that e-mail, or `affiliateId` names another one.
+ */
+export async function resolveAffiliateEmailFilter<F extends { affiliateId?: string }>(
+  db: Db,
+  program: ProgramContext,
+  query: F & { affiliateEmail?: string },
+): Promise<F | null> {
+  const { affiliateEmail, ...filter } = query;
+  if (affiliateEmail === undefined) return filter as unknown as F;
+  const affiliate = await findAffiliate(db, program.id, { emailKey: normaliseEmail(affiliateEmail).key });
+  if (!affiliate || (filter.affiliateId !== undefined && filter.affiliateId !== affiliate.id)) return null;
+  return { ...filter, affiliateId: affiliate.id } as unknown as F;
 }

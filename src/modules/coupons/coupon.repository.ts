@@ -1,5 +1,8 @@
+import type { Updateable } from 'kysely';
+import type { CouponsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
 
 export interface CouponFilter {
@@ -26,4 +29,29 @@ export function listCoupons(db: Db, programId: string, filter: CouponFilter, pag
 
 export async function insertCoupon(tx: Tx, row: CouponRow): Promise<void> {
   await tx.insertInto('coupons').values(row).execute();
+}
+
+export async function updateCouponRow(tx: Tx, programId: string, id: string, changes: Updateable<CouponsTable>): Promise<void> {
+  await tx.updateTable('coupons').set(changes).where('program_id', '=', programId).where('id', '=', id).execute();
+}
+
+/** Deletes a coupon; its promotional codes go with it (FK CASCADE). */
+export async function deleteCouponRow(tx: Tx, programId: string, id: string): Promise<void> {
+  await tx.deleteFrom('coupons').where('program_id', '=', programId).where('id', '=', id).execute();
+}
+
+/**
+ * The redemption counts of a coupon's codes, each row locked until the transaction ends
+ * (PostgreSQL; SQLite has one writer at a time). A redemption locks its code before the
+ * coupon, so taking the codes first sees every redemption that commits before the delete
+ * and cannot deadlock with one.
+ */
+export function lockCodesOfCoupon(tx: Tx, programId: string, couponId: string) {
+  const q = tx
+    .selectFrom('promotional_codes')
+    .select(['id', 'times_redeemed'])
+    .where('program_id', '=', programId)
+    .where('coupon_id', '=', couponId)
+    .orderBy('id');
+  return (dialectOf(tx) === 'postgres' ? q.forUpdate() : q).execute();
 }

@@ -3,10 +3,11 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
 import { CouponSchema } from '../promotional-codes/promotional-code.schema.ts';
 import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
-import { CouponsQuery, CreateCouponBody } from './coupon.schema.ts';
-import { createCoupon, getCoupon, getCouponPage } from './coupon.service.ts';
+import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';
+import { createCoupon, deleteCoupon, getCoupon, getCouponPage, updateCoupon } from './coupon.service.ts';
 
 const coupons = oneOrMany(CouponSchema);
 
@@ -42,5 +43,31 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       const rows = finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page), page);
       return coupons.sendMany(reply, await serializeCoupons(db, program, rows));
     },
+  );
+
+  app.put(
+    '/coupons',
+    {
+      schema: {
+        tags: ['Coupons'],
+        summary: 'Update a coupon found by id (or couponId); its discount terms cannot change',
+        body: UpdateCouponBody,
+        response: { 200: CouponSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => updateCoupon(db, request.auth.program, request.body),
+  );
+
+  app.delete(
+    '/coupons',
+    {
+      schema: {
+        tags: ['Coupons'],
+        summary: 'Delete a coupon and its promotional codes by id (query or JSON body); force=true when a code was redeemed',
+        querystring: DeleteCouponTarget,
+        response: { 200: CouponSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => deleteCoupon(db, request.auth.program, deleteTarget(DeleteCouponTarget, request)),
   );
 };

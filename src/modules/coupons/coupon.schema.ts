@@ -1,5 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, ListQuery, Money, Nullable, ShortText, Uuid } from '../../http/schemas.ts';
+import { deleteTargetSchema } from '../../http/delete-target.ts';
+
+/** Redemption limits are stored as 64-bit integers and read as JS numbers: keep them exact. */
+export const MAX_REDEMPTIONS = Number.MAX_SAFE_INTEGER;
 
 export const CouponFields = {
   id: Uuid,
@@ -35,7 +39,7 @@ export const CreateCouponBody = Type.Object({
   currency: Type.Optional(Type.String({ pattern: '^[A-Za-z]{3}$' })),
   duration: Type.Optional(Type.String({ enum: ['once', 'forever', 'repeating'] })),
   durationInMonths: Type.Optional(Type.Integer({ minimum: 1, maximum: 120 })),
-  maxRedemptions: Type.Optional(Type.Integer({ minimum: 1 })),
+  maxRedemptions: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_REDEMPTIONS })),
   limitToProducts: Type.Optional(Type.Boolean()),
   productIds: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 500 })),
   valid: Type.Optional(Type.Boolean()),
@@ -51,3 +55,34 @@ export const CouponsQuery = Type.Object({
   ...ListQuery,
 });
 export type CouponsQuery = Static<typeof CouponsQuery>;
+
+/**
+ * PUT /coupons. The discount terms (couponType … durationInMonths) are accepted only with the
+ * coupon's current value: codes already handed out promise that discount.
+ */
+export const UpdateCouponBody = Type.Object({
+  id: Type.Optional(Uuid),
+  couponId: Type.Optional(Uuid),
+  name: Type.Optional(ShortText),
+  externalId: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+  valid: Type.Optional(Type.Boolean()),
+  redeemBy: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+  maxRedemptions: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_REDEMPTIONS }))),
+  limitToProducts: Type.Optional(Type.Boolean()),
+  productIds: CreateCouponBody.properties.productIds,
+  integrationType: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 50 }))),
+  couponType: Type.Optional(Type.String({ maxLength: 20, description: 'cannot change; accepted when equal to the current value' })),
+  percentOff: Type.Optional(Nullable(Type.Number({ description: 'cannot change; accepted when equal to the current value' }))),
+  amountOff: Type.Optional(Nullable(Type.Number({ description: 'cannot change; accepted when equal to the current value' }))),
+  currency: Type.Optional(Nullable(Type.String({ maxLength: 3, description: 'cannot change; accepted when equal to the current value' }))),
+  duration: Type.Optional(Type.String({ maxLength: 20, description: 'cannot change; accepted when equal to the current value' })),
+  durationInMonths: Type.Optional(Nullable(Type.Integer({ description: 'cannot change; accepted when equal to the current value' }))),
+});
+export type UpdateCouponBody = Static<typeof UpdateCouponBody>;
+
+/** DELETE /coupons names the coupon by `id` (or `couponId`), in the query or a JSON body. */
+export const DeleteCouponTarget = deleteTargetSchema({
+  id: Type.Optional(Uuid),
+  couponId: Type.Optional(Uuid),
+});
+export type DeleteCouponTarget = Static<typeof DeleteCouponTarget>;

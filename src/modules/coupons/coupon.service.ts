@@ -3,14 +3,14 @@ import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
-import { conflict, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, hasDependents, invalidField, notFound, type FieldError } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
-import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
+import { serializeCoupons, serializeNestedCoupon } from '../promotional-codes/promotional-code.serializer.ts';
 import type { Coupon } from '../promotional-codes/promotional-code.schema.ts';
 import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
-import { findCoupon, insertCoupon, listCoupons, type CouponFilter } from './coupon.repository.ts';
-import type { CreateCouponBody } from './coupon.schema.ts';
+import { deleteCouponRow, findCoupon, insertCoupon, listCoupons, lockCodesOfCoupon, updateCouponRow, type CouponFilter } from './coupon.repository.ts';
+import type { CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';
 
 function validateCoupon(program: ProgramContext, body: CreateCouponBody) {
   const type = body.couponType as 'PERCENTAGE' | 'FLAT';
@@ -79,4 +79,80 @@ export async function getCoupon(db: Db, program: ProgramContext, filter: CouponF
 
 export async function getCouponPage(db: Db, program: ProgramContext, filter: CouponFilter, page: PageRequest) {
   return listCoupons(db, program.id, filter, page);
+}
+
+/** The coupon a PUT or DELETE names: `id`, or `couponId` as PUT /promotional-codes calls it. */
+function targetCouponId(target: { id?: string; couponId?: string }): string {
+  if (target.id !== undefined && target.couponId !== undefined && target.id !== target.couponId) {
+    throw invalidField('#/couponId', 'names another coupon than id; send one of them');
+  }
+  const id = target.id ?? target.couponId;
+  if (id === undefined) throw invalidField('#/id', 'id or couponId is required');
+  return id;
+}
+
+const DISCOUNT_TERMS = ['couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths'] as const;
+
+export async function updateCoupon(db: Db, program: ProgramContext, body: UpdateCouponBody): Promise<Coupon> {
+  const id = targetCouponId(body);
+  try {
+    return await inTransaction(db, async (tx) => {
+      const current = await findCoupon(tx, program.id, { id });
+      if (!current) throw notFound('Coupon');
+      // Codes already handed out promise this discount: a different one is a new coupon.
+      const stored = serializeNestedCoupon(current, program.clock().getTime());
+      const changed: FieldError[] = [];
+      for (const field of DISCOUNT_TERMS) {
+        const sent = body[field];
+        if (sent === undefined) continue;
+        const same = field === 'currency' && typeof sent === 'string' ? sent.toUpperCase() === stored.currency : sent === stored[field];
+        if (!same) changed.push({ pointer: `#/${field}`, detail: 'cannot be changed: the discount terms of a coupon are fixed; create a new coupon instead' });
+      }
+      if (changed.length > 0) throw new ApiError('validation_failed', 'The discount terms of a coupon cannot be changed.', changed);
+
+      const now = program.clock().toISOString();
+      const next: CouponRow = { ...current, updated_at: now };
+      if (body.name !== undefined) next.name = body.name.trim();
+      if (body.externalId !== undefined) next.external_id = body.externalId;
+      if (body.valid !== undefined) next.valid = body.valid ? 1 : 0;
+      if (body.redeemBy !== undefined) next.redeem_by = body.redeemBy === null ? null : new Date(body.redeemBy).toISOString();
+      if (body.maxRedemptions !== undefined) next.max_redemptions = body.maxRedemptions;
+      if (body.limitToProducts !== undefined) next.limit_to_products = body.limitToProducts ? 1 : 0;
+      if (body.productIds !== undefined) next.product_ids = JSON.stringify(body.productIds);
+      if (body.integrationType !== undefined) next.integration_type = body.integrationType;
+      if (next.limit_to_products && (JSON.parse(next.product_ids) as string[]).length === 0) {
+        throw invalidField('#/productIds', 'must list at least one product when limitToProducts is true');
+      }
+      const { id: _id, program_id: _p, times_redeemed: _t, created_at: _c, ...changes } = next;
+      await updateCouponRow(tx, program.id, id, changes);
+      const updated = (await serializeCoupons(tx, program, [next]))[0]!;
+      await recordEvent(tx, program.id, 'coupon.updated', updated, now);
+      return updated;
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`A coupon with externalId "${body.externalId}" already exists in this program.`);
+    throw error;
+  }
+}
+
+/**
+ * Deletes a coupon with its promotional codes (FK CASCADE; one coupon.deleted event, none per
+ * code). A redeemed code makes it a 409 has_dependents unless `force`; then the referrals and
+ * sales that used the codes stay, without a code (FK SET NULL). Answers the coupon as it was.
+ */
+export async function deleteCoupon(db: Db, program: ProgramContext, target: DeleteCouponTarget): Promise<Coupon> {
+  const id = targetCouponId(target);
+  return inTransaction(db, async (tx) => {
+    const codes = await lockCodesOfCoupon(tx, program.id, id);
+    const current = await findCoupon(tx, program.id, { id });
+    if (!current) throw notFound('Coupon');
+    const redeemed = codes.filter((code) => Number(code.times_redeemed) > 0).length;
+    if (!target.force && redeemed > 0) {
+      throw hasDependents(`${redeemed} of the coupon's promotional codes have been redeemed; deleting them leaves their referrals and sales without a code.`);
+    }
+    const deleted = (await serializeCoupons(tx, program, [current]))[0]!;
+    await deleteCouponRow(tx, program.id, id);
+    await recordEvent(tx, program.id, 'coupon.deleted', deleted, program.clock().toISOString());
+    return deleted;
+  });
 }

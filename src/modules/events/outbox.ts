@@ -51,6 +51,12 @@ export async function recordEvent(tx: Tx, programId: string, type: EventType, da
   return id;
 }
 
+/** recordEvent for many changes of one type at once (bulk generation), 500 rows per statement. */
+export async function recordEvents(tx: Tx, programId: string, type: EventType, data: unknown[], at: string): Promise<void> {
+  const rows = data.map((item) => ({ id: `evt_${randomToken(18)}`, program_id: programId, type, data: JSON.stringify(item), created_at: at, sequence: null }));
+  for (let i = 0; i < rows.length; i += 500) await tx.insertInto('events').values(rows.slice(i, i + 500)).execute();
+}
+
 /** How many events one sequencing step numbers at most (it holds the outbox lock meanwhile). */
 const SEQUENCE_BATCH = 1000;
 

@@ -1,6 +1,8 @@
 import type { Selectable } from 'kysely';
 import type { AffiliateLinksTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import { newId } from '../../domain/ids.ts';
 
 export type LinkRow = Selectable<AffiliateLinksTable>;
@@ -27,7 +29,14 @@ export function newLinkRow(programId: string, affiliateId: string, link: string,
   };
 }
 
-export function findLink(db: Db | Tx, programId: string, filter: { id?: string; link?: string }) {
+export interface LinkFilter {
+  id?: string;
+  link?: string;
+  affiliateId?: string;
+}
+
+/** Links with their affiliate's name and e-mail; every query is scoped to one program. */
+function selectLinks(db: Db | Tx, programId: string, filter: LinkFilter) {
   let q = db
     .selectFrom('affiliate_links as l')
     .innerJoin('affiliates as a', 'a.id', 'l.affiliate_id')
@@ -36,7 +45,26 @@ export function findLink(db: Db | Tx, programId: string, filter: { id?: string; 
     .where('l.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('l.id', '=', filter.id);
   if (filter.link !== undefined) q = q.where('l.link_key', '=', linkKey(filter.link));
-  return q.executeTakeFirst();
+  if (filter.affiliateId !== undefined) q = q.where('l.affiliate_id', '=', filter.affiliateId);
+  return q;
+}
+
+export function findLink(db: Db | Tx, programId: string, filter: LinkFilter) {
+  return selectLinks(db, programId, filter).executeTakeFirst();
+}
+
+/**
+ * The link to delete, its row locked until the transaction ends (PostgreSQL; SQLite has one
+ * writer at a time). A referral or sale being recorded through the link holds a key-share lock
+ * on it, so the dependents check that follows sees every one that committed before the delete.
+ */
+export function findLinkForDelete(tx: Tx, programId: string, filter: LinkFilter) {
+  const q = selectLinks(tx, programId, filter);
+  return (dialectOf(tx) === 'postgres' ? q.forUpdate('l') : q).executeTakeFirst();
+}
+
+export function listLinks(db: Db, programId: string, filter: LinkFilter, page: PageRequest) {
+  return pageQuery(selectLinks(db, programId, filter), 'l', page).execute();
 }
 
 /** An affiliate's links, its own link first (an affiliate has a handful, not thousands). */
@@ -70,4 +98,17 @@ export async function addToLinkCounters(tx: Tx, linkId: string, delta: { referra
     }))
     .where('id', '=', linkId)
     .execute();
+}
+
+/** Whether a referral or a sale is credited through the link (they would lose it: FK SET NULL). */
+export async function linkHasDependents(tx: Tx, programId: string, linkId: string): Promise<boolean> {
+  const referral = await tx.selectFrom('referrals').select('id').where('program_id', '=', programId).where('link_id', '=', linkId).limit(1).executeTakeFirst();
+  if (referral) return true;
+  const sale = await tx.selectFrom('sales').select('id').where('program_id', '=', programId).where('link_id', '=', linkId).limit(1).executeTakeFirst();
+  return sale !== undefined;
+}
+
+/** Deletes a link; its referrals and sales keep their affiliate and lose the link (FK SET NULL). */
+export async function deleteLinkRow(tx: Tx, programId: string, id: string): Promise<void> {
+  await tx.deleteFrom('affiliate_links').where('program_id', '=', programId).where('id', '=', id).execute();
 }

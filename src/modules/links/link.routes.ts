@@ -1,10 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
-import { AffiliateLinkSchema, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
-import { createLink, updateLink } from './link.service.ts';
+import { oneOrMany } from '../../http/one-or-many.ts';
+import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
+import { AffiliateLinkSchema, CreateLinkBody, DeleteLinkTarget, LinksQuery, UpdateLinkBody } from './link.schema.ts';
+import { createLink, deleteLink, findOneLink, getLinkPage, serializeLink, updateLink } from './link.service.ts';
 
-export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db }) => {
+const links = oneOrMany(AffiliateLinkSchema);
+
+export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
   app.post(
     '/links',
     {
@@ -29,5 +34,39 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       },
     },
     async (request) => updateLink(db, request.auth.program, request.body),
+  );
+
+  app.get(
+    '/links',
+    {
+      schema: {
+        tags: ['Links'],
+        summary: 'List links (newest first), or fetch one by id or link',
+        querystring: LinksQuery,
+        response: { 200: links.schema, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const { id, link, affiliateId, affiliateEmail } = request.query;
+      const program = request.auth.program;
+      const query = { id, link, affiliateId, affiliateEmail };
+      if (id !== undefined || link !== undefined) return links.sendOne(reply, await findOneLink(db, program, query));
+      const page = parsePageRequest(request.query);
+      const rows = finishPage(request, reply, config.siteUrl, await getLinkPage(db, program, query, page), page);
+      return links.sendMany(reply, rows.map((row) => serializeLink(row, program)));
+    },
+  );
+
+  app.delete(
+    '/links',
+    {
+      schema: {
+        tags: ['Links'],
+        summary: "Delete a link by id or link (query or JSON body); not the affiliate's own link; force=true when referrals or sales use it",
+        querystring: DeleteLinkTarget,
+        response: { 200: AffiliateLinkSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => deleteLink(db, request.auth.program, deleteTarget(DeleteLinkTarget, request)),
   );
 };

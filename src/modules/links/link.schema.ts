@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DateTime, Email, LinkString, Uuid } from '../../http/schemas.ts';
+import { DateTime, Email, LinkString, ListQuery, Uuid } from '../../http/schemas.ts';
+import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 export const AffiliateLinkSchema = Type.Object(
   {
@@ -32,3 +33,19 @@ export const UpdateLinkBody = Type.Object({
   link: Type.Optional(LinkString),
 });
 export type UpdateLinkBody = Static<typeof UpdateLinkBody>;
+
+export const LinksQuery = Type.Object({
+  id: Type.Optional(Uuid),
+  link: Type.Optional(LinkString),
+  affiliateId: Type.Optional(Uuid),
+  affiliateEmail: Type.Optional(Email),
+  ...ListQuery,
+});
+export type LinksQuery = Static<typeof LinksQuery>;
+
+/** DELETE /links names the link by `id` or `link`, in the query or a JSON body. */
+export const DeleteLinkTarget = deleteTargetSchema({
+  id: Type.Optional(Uuid),
+  link: Type.Optional(LinkString),
+});
+export type DeleteLinkTarget = Static<typeof DeleteLinkTarget>;

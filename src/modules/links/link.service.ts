@@ -2,13 +2,26 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, hasDependents, notFound } from '../../domain/errors.ts';
+import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
-import { resolveAffiliate } from '../affiliates/affiliate.service.ts';
+import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
-import { findLink, insertLink, listLinksOfAffiliate, newLinkRow, renameLink, type LinkWithAffiliateRow } from './link.repository.ts';
-import type { AffiliateLink, CreateLinkBody, UpdateLinkBody } from './link.schema.ts';
+import {
+  deleteLinkRow,
+  findLink,
+  findLinkForDelete,
+  insertLink,
+  linkHasDependents,
+  listLinks,
+  listLinksOfAffiliate,
+  newLinkRow,
+  renameLink,
+  type LinkFilter,
+  type LinkWithAffiliateRow,
+} from './link.repository.ts';
+import type { AffiliateLink, CreateLinkBody, DeleteLinkTarget, UpdateLinkBody } from './link.schema.ts';
 
 export function fullUrlsFor(program: ProgramContext, link: string): { baseUrl: string; fullUrl: string }[] {
   return program.baseUrls.map((baseUrl) => {
@@ -90,4 +103,46 @@ export async function updateLink(db: Db, program: ProgramContext, body: UpdateLi
     if (isUniqueViolation(error)) throw linkTaken(body.newLink);
     throw error;
   }
+}
+
+export type LinkQuery = LinkFilter & { affiliateEmail?: string };
+
+/** GET /links with `id` or `link`: the one link, which must also match the other filters. */
+export async function findOneLink(db: Db, program: ProgramContext, query: LinkQuery): Promise<AffiliateLink> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  const row = filter && (await findLink(db, program.id, filter));
+  if (!row) throw notFound('Affiliate link');
+  return serializeLink(row, program);
+}
+
+/** A list page, newest first; filters naming nobody give an empty page. */
+export async function getLinkPage(db: Db, program: ProgramContext, query: LinkQuery, page: PageRequest): Promise<LinkWithAffiliateRow[]> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  return filter ? listLinks(db, program.id, filter, page) : [];
+}
+
+/**
+ * Deletes a link that is not its affiliate's own. Referrals and sales credited through it
+ * make it a 409 has_dependents unless `force`; then they stay credited to the affiliate, with
+ * no link (FK SET NULL), and no counter changes. Answers the link as it was.
+ */
+export async function deleteLink(db: Db, program: ProgramContext, target: DeleteLinkTarget): Promise<AffiliateLink> {
+  if (target.id === undefined && target.link === undefined) {
+    throw new ApiError('validation_failed', 'Name the link to delete.', [{ pointer: '#/id', detail: 'id or link is required' }]);
+  }
+  return inTransaction(db, async (tx) => {
+    const current = await findLinkForDelete(tx, program.id, { id: target.id, link: target.link });
+    if (!current) throw notFound('Affiliate link');
+    // The affiliate's `link` is this row: without it the affiliate would have no link at all.
+    if (Number(current.is_primary) === 1) {
+      throw conflict(`"${current.link}" is the affiliate's own link (its \`link\`): rename it with PUT /links, or delete the affiliate.`);
+    }
+    if (!target.force && (await linkHasDependents(tx, program.id, current.id))) {
+      throw hasDependents(`Referrals or sales are credited through the link "${current.link}"; deleting it leaves them without a link.`);
+    }
+    const deleted = serializeLink(current, program);
+    await deleteLinkRow(tx, program.id, current.id);
+    await recordEvent(tx, program.id, 'link.deleted', deleted, program.clock().toISOString());
+    return deleted;
+  });
 }

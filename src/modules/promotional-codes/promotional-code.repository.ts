@@ -107,6 +107,34 @@ export async function insertCode(tx: Tx, row: CodeRow): Promise<void> {
   await tx.insertInto('promotional_codes').values(row).execute();
 }
 
+/**
+ * Inserts codes, skipping those whose string the program already has (also one a concurrent
+ * transaction is inserting): returns the ids inserted. No unique violation, so on PostgreSQL
+ * the transaction stays usable and the caller can retry the others with new strings.
+ */
+export async function insertCodesUnlessTaken(tx: Tx, rows: CodeRow[]): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const inserted = await tx
+    .insertInto('promotional_codes')
+    .values(rows)
+    .onConflict((oc) => oc.columns(['program_id', 'code_key']).doNothing())
+    .returning('id')
+    .execute();
+  return new Set(inserted.map((row) => row.id));
+}
+
+/**
+ * Deletes a code (referrals and sales that used it keep existing, without it: FK SET NULL).
+ * `onlyUnredeemed` makes the check part of the statement, so a redemption that commits first
+ * keeps the code. Returns whether a row was deleted.
+ */
+export async function deleteCodeRow(tx: Tx, programId: string, id: string, options: { onlyUnredeemed: boolean }): Promise<boolean> {
+  let q = tx.deleteFrom('promotional_codes').where('program_id', '=', programId).where('id', '=', id);
+  if (options.onlyUnredeemed) q = q.where('times_redeemed', '=', 0);
+  const result = await q.executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
 export async function updateCode(tx: Tx, id: string, changes: Partial<Omit<CodeRow, 'id' | 'program_id' | 'coupon_id'>>): Promise<void> {
   await tx.updateTable('promotional_codes').set(changes).where('id', '=', id).execute();
 }

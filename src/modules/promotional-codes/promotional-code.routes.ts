@@ -1,11 +1,27 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { CreatePromotionalCodeBody, PromotionalCodeSchema, PromotionalCodesQuery, UpdatePromotionalCodeBody } from './promotional-code.schema.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
+import {
+  BulkCreatePromotionalCodesBody,
+  CreatePromotionalCodeBody,
+  DeletePromotionalCodeTarget,
+  PromotionalCodeSchema,
+  PromotionalCodesQuery,
+  UpdatePromotionalCodeBody,
+} from './promotional-code.schema.ts';
 import { serializeCodes } from './promotional-code.serializer.ts';
-import { createPromotionalCode, getPromotionalCode, getPromotionalCodePage, updatePromotionalCode } from './promotional-code.service.ts';
+import {
+  bulkCreatePromotionalCodes,
+  createPromotionalCode,
+  deletePromotionalCode,
+  getPromotionalCode,
+  getPromotionalCodePage,
+  updatePromotionalCode,
+} from './promotional-code.service.ts';
 
 const codes = oneOrMany(PromotionalCodeSchema);
 
@@ -57,5 +73,31 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
       },
     },
     async (request) => updatePromotionalCode(db, request.auth.program, request.body),
+  );
+
+  app.post(
+    '/promotional-codes/bulk',
+    {
+      schema: {
+        tags: ['Promotional codes'],
+        summary: 'Generate 1 to 1000 codes on a coupon (prefix + random part), with the same restrictions',
+        body: BulkCreatePromotionalCodesBody,
+        response: { 201: Type.Array(PromotionalCodeSchema), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await bulkCreatePromotionalCodes(db, request.auth.program, request.body)),
+  );
+
+  app.delete(
+    '/promotional-codes',
+    {
+      schema: {
+        tags: ['Promotional codes'],
+        summary: 'Delete a promotional code by id or code (query or JSON body); force=true when it was redeemed',
+        querystring: DeletePromotionalCodeTarget,
+        response: { 200: PromotionalCodeSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => deletePromotionalCode(db, request.auth.program, deleteTarget(DeletePromotionalCodeTarget, request)),
   );
 };

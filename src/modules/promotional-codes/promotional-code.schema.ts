@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Email, ListQuery, Money, Nullable, Uuid } from '../../http/schemas.ts';
-import { CouponFields, NestedCouponSchema } from '../coupons/coupon.schema.ts';
+import { CouponFields, MAX_REDEMPTIONS, NestedCouponSchema } from '../coupons/coupon.schema.ts';
+import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 const CodeString = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'letters, digits, - and _, 1 to 64; unique in the program ignoring case' });
 
@@ -47,7 +48,7 @@ export type Coupon = Static<typeof CouponSchema>;
 const restrictionFields = {
   active: Type.Optional(Type.Boolean()),
   expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
-  maxRedemptions: Type.Optional(Nullable(Type.Integer({ minimum: 1 }))),
+  maxRedemptions: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: MAX_REDEMPTIONS }))),
   firstTimeOrder: Type.Optional(Type.Boolean()),
   minimumAmount: Type.Optional(Nullable(Money)),
   minimumAmountCurrency: Type.Optional(Nullable(Type.String({ pattern: '^[A-Za-z]{3}$' }))),
@@ -84,3 +85,28 @@ export const PromotionalCodesQuery = Type.Object({
   ...ListQuery,
 });
 export type PromotionalCodesQuery = Static<typeof PromotionalCodesQuery>;
+
+/** DELETE /promotional-codes names the code by `id` (or `promotionalCodeId`) or `code`, in the query or a JSON body. */
+export const DeletePromotionalCodeTarget = deleteTargetSchema({
+  id: Type.Optional(Uuid),
+  promotionalCodeId: Type.Optional(Uuid),
+  code: Type.Optional(Type.String({ maxLength: 64 })),
+});
+export type DeletePromotionalCodeTarget = Static<typeof DeletePromotionalCodeTarget>;
+
+export const MAX_BULK_CODES = 1000;
+
+const { externalId: _externalId, ...bulkRestrictionFields } = restrictionFields;
+
+/** POST /promotional-codes/bulk: `count` generated codes on one coupon, with the same restrictions. */
+export const BulkCreatePromotionalCodesBody = Type.Object({
+  couponId: Uuid,
+  count: Type.Integer({ minimum: 1, maximum: MAX_BULK_CODES, description: `how many codes, 1 to ${MAX_BULK_CODES}` }),
+  prefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9-]{0,20}$', maxLength: 20, description: 'kept as sent, before the random part' })),
+  length: Type.Optional(Type.Integer({ minimum: 4, maximum: 32, default: 8, description: 'characters of the random part' })),
+  lowercase: Type.Optional(Type.Boolean({ default: false, description: 'random part in lower case instead of upper case' })),
+  affiliateEmail: Type.Optional(Email),
+  ...bulkRestrictionFields,
+  externalId: Type.Optional(Type.Null({ description: 'not accepted: an externalId belongs to one code; set it per code with PUT' })),
+});
+export type BulkCreatePromotionalCodesBody = Static<typeof BulkCreatePromotionalCodesBody>;

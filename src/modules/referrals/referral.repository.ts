@@ -1,7 +1,8 @@
-import type { Selectable } from 'kysely';
+import type { Selectable, Updateable } from 'kysely';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
 import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 
@@ -11,6 +12,7 @@ export interface ReferralFilter {
   id?: string;
   emailKey?: string;
   affiliateId?: string;
+  externalId?: string;
 }
 
 function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter) {
@@ -18,6 +20,7 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter)
   if (filter.id !== undefined) q = q.where('r.id', '=', filter.id);
   if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
   if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);
+  if (filter.externalId !== undefined) q = q.where('r.referred_user_external_id', '=', filter.externalId);
   return q;
 }
 
@@ -66,6 +69,31 @@ export async function countReferrals(db: Db, programId: string): Promise<number>
 
 export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
   await tx.insertInto('referrals').values(row).execute();
+}
+
+/**
+ * The referral to delete, its row locked until the transaction ends (PostgreSQL; SQLite has one
+ * writer at a time). A sale being recorded for the customer holds a key-share lock on it, so
+ * the sales deleted next include every one that committed before, and a later one fails its
+ * foreign key instead of vanishing with the referral uncounted.
+ */
+export function findReferralForDelete(tx: Tx, programId: string, id: string) {
+  const q = selectReferrals(tx, programId, { id });
+  return (dialectOf(tx) === 'postgres' ? q.forUpdate('r') : q).executeTakeFirst();
+}
+
+/** Locks an affiliate's referrals (PostgreSQL), for the same reason, before the affiliate is deleted. */
+export async function lockReferralsOfAffiliate(tx: Tx, affiliateId: string): Promise<void> {
+  if (dialectOf(tx) !== 'postgres') return;
+  await tx.selectFrom('referrals').select('id').where('affiliate_id', '=', affiliateId).forUpdate().execute();
+}
+
+export async function updateReferralRow(tx: Tx, id: string, changes: Updateable<ReferralsTable>): Promise<void> {
+  await tx.updateTable('referrals').set(changes).where('id', '=', id).execute();
+}
+
+export async function deleteReferralRow(tx: Tx, id: string): Promise<void> {
+  await tx.deleteFrom('referrals').where('id', '=', id).execute();
 }
 
 /**

@@ -3,8 +3,9 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { CreateReferralBody, ReferralSchema, ReferralsQuery } from './referral.schema.ts';
-import { createReferral, getReferral, getReferralPage, serializeReferral } from './referral.service.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
+import { CreateReferralBody, DeleteReferralTarget, ReferralSchema, ReferralsQuery, UpdateReferralBody } from './referral.schema.ts';
+import { createReferral, deleteReferral, getReferral, getReferralPage, serializeReferral, updateReferral } from './referral.service.ts';
 
 const referrals = oneOrMany(ReferralSchema);
 
@@ -27,18 +28,45 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'List referrals (newest first), or fetch one by id',
+        summary: 'List referrals (newest first; filters affiliateId, affiliateEmail, externalId), or fetch one by id',
         querystring: ReferralsQuery,
         response: { 200: referrals.schema, ...errorResponses(404) },
       },
     },
     async (request, reply) => {
-      const { id, affiliateId } = request.query;
+      const { id, affiliateId, affiliateEmail, externalId } = request.query;
       const program = request.auth.program;
-      if (id !== undefined) return referrals.sendOne(reply, await getReferral(db, program, { id, affiliateId }));
+      const filter = { affiliateId, affiliateEmail, externalId };
+      if (id !== undefined) return referrals.sendOne(reply, await getReferral(db, program, { id, ...filter }));
       const page = parsePageRequest(request.query);
-      const rows = finishPage(request, reply, config.siteUrl, await getReferralPage(db, program, { affiliateId }, page), page);
+      const rows = finishPage(request, reply, config.siteUrl, await getReferralPage(db, program, filter, page), page);
       return referrals.sendMany(reply, rows.map(serializeReferral));
     },
+  );
+
+  app.put(
+    '/referrals',
+    {
+      schema: {
+        tags: ['Referrals'],
+        summary: 'Change a referral found by referralId: name, email, referredUserExternalId, plan or status',
+        body: UpdateReferralBody,
+        response: { 200: ReferralSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => updateReferral(db, request.auth.program, request.body),
+  );
+
+  app.delete(
+    '/referrals',
+    {
+      schema: {
+        tags: ['Referrals'],
+        summary: 'Delete a referral (id or referralId in the query or a JSON body); one with sales needs force=true, which voids them',
+        querystring: DeleteReferralTarget,
+        response: { 200: ReferralSchema, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => deleteReferral(db, request.auth.program, deleteTarget(DeleteReferralTarget, request)),
   );
 };

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Email, ListQuery, ShortText, Status, Uuid } from '../../http/schemas.ts';
+import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 export const ReferralSchema = Type.Object(
   {
@@ -15,10 +16,12 @@ export const ReferralSchema = Type.Object(
 );
 export type Referral = Static<typeof ReferralSchema>;
 
+const ExternalUserId = Type.String({ minLength: 1, maxLength: 200 });
+
 export const CreateReferralBody = Type.Object({
   name: ShortText,
   email: Email,
-  referredUserExternalId: Type.String({ minLength: 1, maxLength: 200 }),
+  referredUserExternalId: ExternalUserId,
   affiliateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'an affiliate id or one of its link strings' })),
   affiliateEmail: Type.Optional(Email),
   promoCode: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -30,6 +33,23 @@ export type CreateReferralBody = Static<typeof CreateReferralBody>;
 export const ReferralsQuery = Type.Object({
   id: Type.Optional(Uuid),
   affiliateId: Type.Optional(Uuid),
+  affiliateEmail: Type.Optional(Email),
+  externalId: Type.Optional(Type.String({ maxLength: 200, description: "the referred user's referredUserExternalId" })),
   ...ListQuery,
 });
 export type ReferralsQuery = Static<typeof ReferralsQuery>;
+
+/** PUT /referrals: the referral by `referralId` (or `id`); absent fields stay as they are. */
+export const UpdateReferralBody = Type.Object({
+  referralId: Type.Optional(Uuid),
+  id: Type.Optional(Uuid),
+  name: Type.Optional(ShortText),
+  email: Type.Optional(Email),
+  referredUserExternalId: Type.Optional(ExternalUserId),
+  plan: Type.Optional(Type.String({ maxLength: 200 })),
+  status: Type.Optional(Status),
+});
+export type UpdateReferralBody = Static<typeof UpdateReferralBody>;
+
+/** DELETE /referrals: `id` or `referralId`, in the query or a JSON body; `force` takes its sales with it. */
+export const DeleteReferralTarget = deleteTargetSchema({ id: Type.Optional(Uuid), referralId: Type.Optional(Uuid) });

@@ -1,7 +1,7 @@
 import { newId, isUuid } from '../../domain/ids.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
-import { inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, duplicate, notFound } from '../../domain/errors.ts';
+import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
+import { ApiError, conflict, duplicate, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
@@ -9,8 +9,21 @@ import { normaliseEmail } from '../users/user.service.ts';
 import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { addToLinkCounters, findLink } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
-import { findReferral, findReferralIdByExternalId, insertReferral, listReferrals, type ReferralFilter, type ReferralRow } from './referral.repository.ts';
-import type { CreateReferralBody, Referral } from './referral.schema.ts';
+import { resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
+import { countSalesOf, deleteSalesOf } from '../sales/sale.repository.ts';
+import { countSales } from '../sales/sale-counters.ts';
+import {
+  deleteReferralRow,
+  findReferral,
+  findReferralForDelete,
+  findReferralIdByExternalId,
+  insertReferral,
+  listReferrals,
+  updateReferralRow,
+  type ReferralFilter,
+  type ReferralRow,
+} from './referral.repository.ts';
+import type { CreateReferralBody, Referral, UpdateReferralBody } from './referral.schema.ts';
 
 export function serializeReferral(row: ReferralRow): Referral {
   return {
@@ -151,12 +164,95 @@ async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateR
   return serializeReferral(row);
 }
 
-export async function getReferral(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<Referral> {
-  const row = await findReferral(db, program.id, filter);
+export type ReferralQuery = ReferralFilter & { affiliateEmail?: string };
+
+export async function getReferral(db: Db, program: ProgramContext, query: ReferralQuery): Promise<Referral> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  const row = filter && (await findReferral(db, program.id, filter));
   if (!row) throw notFound('Referral');
   return serializeReferral(row);
 }
 
-export function getReferralPage(db: Db, program: ProgramContext, filter: ReferralFilter, page: PageRequest) {
-  return listReferrals(db, program.id, filter, page);
+/** A page of referrals; an `affiliateEmail` no affiliate has gives an empty page. */
+export async function getReferralPage(db: Db, program: ProgramContext, query: ReferralQuery, page: PageRequest): Promise<ReferralRow[]> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  return filter ? listReferrals(db, program.id, filter, page) : [];
+}
+
+function referralIdOf(body: { referralId?: string; id?: string }): string {
+  if (body.referralId !== undefined && body.id !== undefined && body.referralId !== body.id) throw invalidField('#/referralId', 'and id name different referrals');
+  const id = body.referralId ?? body.id;
+  if (id === undefined) throw invalidField('#/referralId', 'is required');
+  return id;
+}
+
+/**
+ * PUT /referrals: the referred user's name, e-mail, external id, plan or status. Who is
+ * credited does not change (delete and record again for that); sales keep the name and e-mail
+ * they were recorded with.
+ */
+export async function updateReferral(db: Db, program: ProgramContext, body: UpdateReferralBody): Promise<Referral> {
+  const id = referralIdOf(body);
+  const externalId = body.referredUserExternalId;
+  const work = async (tx: Tx) => {
+    const current = await findReferral(tx, program.id, { id });
+    if (!current) throw notFound('Referral');
+    const now = program.clock().toISOString();
+    const changes: Partial<ReferralRow> = { updated_at: now };
+    if (body.name !== undefined) changes.name = body.name.trim();
+    if (body.email !== undefined) {
+      const { email, key } = normaliseEmail(body.email);
+      Object.assign(changes, { email, email_key: key });
+    }
+    if (externalId !== undefined) Object.assign(changes, { referred_user_external_id: externalId, external_id_key: externalId });
+    if (body.plan !== undefined) changes.plan = body.plan;
+    if (body.status !== undefined) changes.status = body.status.toLowerCase() as ReferralRow['status'];
+    try {
+      await updateReferralRow(tx, id, changes);
+    } catch (error) {
+      if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${changes.email} already exists in this program.`);
+      throw error;
+    }
+    const updated = serializeReferral({ ...current, ...changes });
+    await recordEvent(tx, program.id, 'referral.updated', updated, now);
+    return updated;
+  };
+  if (externalId === undefined) return inTransaction(db, work);
+  // Like POST: an external id the program already holds for another referral is a duplicate.
+  return inTransactionOnce(
+    db,
+    {
+      column: 'external_id_key',
+      findExisting: async (q) => {
+        const holder = await findReferralIdByExternalId(q, program.id, externalId);
+        return holder === id ? undefined : holder;
+      },
+      duplicateOf: (existingId) => duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId),
+    },
+    work,
+  );
+}
+
+/**
+ * DELETE /referrals: the referral leaves every list and counter. One with sales is refused
+ * (409 has_dependents) unless `force`, which voids its sales too, taking each from the counters
+ * of whoever it credited. A code it redeemed stays redeemed.
+ */
+export async function deleteReferral(db: Db, program: ProgramContext, target: { id?: string; referralId?: string; force?: boolean }): Promise<Referral> {
+  const id = referralIdOf(target);
+  return inTransaction(db, async (tx) => {
+    const row = await findReferralForDelete(tx, program.id, id);
+    if (!row) throw notFound('Referral');
+    if (!target.force) {
+      const sales = await countSalesOf(tx, program.id, { referralId: id });
+      if (sales > 0) throw hasDependents(`The referral has ${sales} sale${sales === 1 ? '' : 's'}; deleting it voids them.`);
+    }
+    await countSales(tx, await deleteSalesOf(tx, program.id, { referralId: id }), -1);
+    await deleteReferralRow(tx, id);
+    await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: -1, commission: 0 });
+    if (row.link_id !== null) await addToLinkCounters(tx, row.link_id, { referrals: -1, sales: 0, revenue: 0 });
+    const deleted = serializeReferral(row);
+    await recordEvent(tx, program.id, 'referral.deleted', deleted, program.clock().toISOString());
+    return deleted;
+  });
 }

@@ -1,6 +1,6 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
-import type { SalesTable } from '../../db/schema.ts';
+import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
@@ -10,6 +10,7 @@ export interface SaleFilter {
   id?: number;
   affiliateId?: string;
   referralId?: string;
+  externalId?: string;
   /** Sales created at or after this instant (ISO 8601). */
   createdFrom?: string;
   /** Sales created before this instant (ISO 8601). */
@@ -21,6 +22,7 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
   if (filter.id !== undefined) q = q.where('s.id', '=', filter.id);
   if (filter.affiliateId !== undefined) q = q.where('s.affiliate_id', '=', filter.affiliateId);
   if (filter.referralId !== undefined) q = q.where('s.referral_id', '=', filter.referralId);
+  if (filter.externalId !== undefined) q = q.where('s.external_id', '=', filter.externalId);
   if (filter.createdFrom !== undefined) q = q.where('s.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('s.created_at', '<', filter.createdBefore);
   return q;
@@ -45,6 +47,65 @@ export async function findSaleIdByInvoice(db: Db | Tx, programId: string, invoic
   return row && Number(row.id);
 }
 
+/**
+ * Reads a sale and holds its row until the transaction ends (a no-op update takes the row lock
+ * on PostgreSQL; SQLite transactions are serial anyway), so two concurrent refunds or edits of
+ * one sale each see the other's result and can never refund more than was paid.
+ */
+export async function lockSale(tx: Tx, programId: string, filter: { id: number } | { invoiceKey: string }): Promise<SaleRow | undefined> {
+  let q = tx.updateTable('sales').set((eb) => ({ refunded_amount: eb.ref('refunded_amount') })).where('program_id', '=', programId);
+  q = 'id' in filter ? q.where('id', '=', filter.id) : q.where('invoice_key', '=', filter.invoiceKey);
+  return q.returningAll().executeTakeFirst();
+}
+
+export async function updateSaleRow(tx: Tx, id: number, changes: Updateable<SalesTable>): Promise<void> {
+  await tx.updateTable('sales').set(changes).where('id', '=', id).execute();
+}
+
+export async function deleteSaleRow(tx: Tx, id: number): Promise<void> {
+  await tx.deleteFrom('sales').where('id', '=', id).execute();
+}
+
+export async function insertRefund(tx: Tx, row: Insertable<SaleRefundsTable>): Promise<void> {
+  await tx.insertInto('sale_refunds').values(row).execute();
+}
+
+/** A sale's place in the counters: the affiliate and link it credits, and what it adds to them. */
+export interface SaleCredit {
+  affiliate_id: string;
+  link_id: string | null;
+  /** Minor units, net of refunds. */
+  revenue: number;
+  commission: number;
+}
+
+/**
+ * Deletes the sales of a referral, or those of an affiliate's referrals that credit someone
+ * else, and returns what each added to the counters. Deleting first takes the rows' locks in
+ * the same order a refund does (sale, then affiliate), and the returned values are the rows as
+ * they were deleted, so no concurrent refund is counted twice or lost.
+ */
+export async function deleteSalesOf(tx: Tx, programId: string, of: { referralId: string } | { referralsOfAffiliateCreditingOthers: string }): Promise<SaleCredit[]> {
+  let q = tx.deleteFrom('sales').where('program_id', '=', programId);
+  if ('referralId' in of) {
+    q = q.where('referral_id', '=', of.referralId);
+  } else {
+    const affiliateId = of.referralsOfAffiliateCreditingOthers;
+    q = q.where('affiliate_id', '<>', affiliateId).where('referral_id', 'in', (eb) => eb.selectFrom('referrals as r').select('r.id').where('r.affiliate_id', '=', affiliateId));
+  }
+  const rows = await q
+    .returning(['affiliate_id', 'link_id', sql<number | string>`total_earned - refunded_amount`.as('revenue'), sql<number | string>`commission - refunded_commission`.as('commission')])
+    .execute();
+  return rows.map((r) => ({ affiliate_id: r.affiliate_id, link_id: r.link_id, revenue: Number(r.revenue), commission: Number(r.commission) }));
+}
+
+export async function countSalesOf(db: Db | Tx, programId: string, of: { referralId: string } | { affiliateId: string }): Promise<number> {
+  let q = db.selectFrom('sales').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId);
+  q = 'referralId' in of ? q.where('referral_id', '=', of.referralId) : q.where('affiliate_id', '=', of.affiliateId);
+  const { n } = await q.executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 export async function customerHasSale(tx: Tx, referralId: string): Promise<boolean> {
   const row = await tx.selectFrom('sales').select('id').where('referral_id', '=', referralId).limit(1).executeTakeFirst();
   return row !== undefined;
@@ -57,14 +118,14 @@ export interface SaleTotals {
   commission: number;
 }
 
-/** Count and sums of a program's sales, by the database (over the (program_id, …) index). */
+/** Count and sums (net of refunds) of a program's sales, by the database (over the (program_id, …) index). */
 export async function sumSales(db: Db, programId: string): Promise<SaleTotals> {
   const row = await db
     .selectFrom('sales')
     .select((eb) => [
       eb.fn.countAll().as('count'),
-      eb.fn.coalesce(eb.fn.sum('total_earned'), sql.lit(0)).as('revenue'),
-      eb.fn.coalesce(eb.fn.sum('commission'), sql.lit(0)).as('commission'),
+      sql<number | string>`coalesce(sum(total_earned - refunded_amount), 0)`.as('revenue'),
+      sql<number | string>`coalesce(sum(commission - refunded_commission), 0)`.as('commission'),
     ])
     .where('program_id', '=', programId)
     .executeTakeFirstOrThrow();
@@ -76,7 +137,7 @@ export interface DailySales extends SaleTotals {
   day: string;
 }
 
-/** Sales per UTC day since an instant, summed by the database; days without sales are absent. */
+/** Sales per UTC day since an instant, summed (net of refunds) by the database; days without sales are absent. */
 export async function sumSalesByDay(db: Db, programId: string, since: string): Promise<DailySales[]> {
   // Timestamps are ISO text on SQLite and timestamptz on PostgreSQL.
   const day = dialectOf(db) === 'postgres'
@@ -84,7 +145,7 @@ export async function sumSalesByDay(db: Db, programId: string, since: string): P
     : sql<string>`substr(created_at, 1, 10)`;
   const rows = await db
     .selectFrom('sales')
-    .select((eb) => [day.as('day'), eb.fn.countAll().as('count'), eb.fn.sum('total_earned').as('revenue'), eb.fn.sum('commission').as('commission')])
+    .select((eb) => [day.as('day'), eb.fn.countAll().as('count'), sql<number | string>`sum(total_earned - refunded_amount)`.as('revenue'), sql<number | string>`sum(commission - refunded_commission)`.as('commission')])
     .where('program_id', '=', programId)
     .where('created_at', '>=', since)
     .groupBy(day)

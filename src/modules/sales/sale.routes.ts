@@ -3,8 +3,9 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { CreateSaleBody, SaleSchema, SalesQuery } from './sale.schema.ts';
-import { createSale, getSale, getSalePage, serializeSale } from './sale.service.ts';
+import { deleteTarget } from '../../http/delete-target.ts';
+import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody } from './sale.schema.ts';
+import { createSale, getSale, getSalePage, refundSale, serializeSale, updateSale, voidSale } from './sale.service.ts';
 
 const sales = oneOrMany(SaleSchema);
 
@@ -27,18 +28,58 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Sales'],
-        summary: 'List sales (newest first), or fetch one by id',
+        summary: 'List sales (newest first; filters affiliateId, affiliateEmail, referralId, saleExternalId), or fetch one by id',
         querystring: SalesQuery,
         response: { 200: sales.schema, ...errorResponses(404) },
       },
     },
     async (request, reply) => {
-      const { id, affiliateId, referralId } = request.query;
+      const { id, affiliateId, affiliateEmail, referralId, saleExternalId } = request.query;
       const program = request.auth.program;
-      if (id !== undefined) return sales.sendOne(reply, await getSale(db, program, { id, affiliateId, referralId }));
+      const filter = { affiliateId, affiliateEmail, referralId, externalId: saleExternalId };
+      if (id !== undefined) return sales.sendOne(reply, await getSale(db, program, { id, ...filter }));
       const page = parsePageRequest(request.query);
-      const rows = finishPage(request, reply, config.siteUrl, await getSalePage(db, program, { affiliateId, referralId }, page), page);
+      const rows = finishPage(request, reply, config.siteUrl, await getSalePage(db, program, filter, page), page);
       return sales.sendMany(reply, rows.map((row) => serializeSale(row, program)));
     },
+  );
+
+  app.put(
+    '/sales',
+    {
+      schema: {
+        tags: ['Sales'],
+        summary: 'Change a sale found by saleId: name, email, totalEarned or commissionRate (commission and counters follow)',
+        body: UpdateSaleBody,
+        response: { 200: SaleSchema, ...errorResponses(404) },
+      },
+    },
+    async (request) => updateSale(db, request.auth.program, request.body),
+  );
+
+  app.delete(
+    '/sales',
+    {
+      schema: {
+        tags: ['Sales'],
+        summary: 'Void a sale (id or saleId in the query or a JSON body): it leaves every list and counter; 200 with the sale as it was',
+        querystring: DeleteSaleTarget,
+        response: { 200: SaleSchema, ...errorResponses(404) },
+      },
+    },
+    async (request) => voidSale(db, request.auth.program, deleteTarget(DeleteSaleTarget, request)),
+  );
+
+  app.post(
+    '/sales/refund',
+    {
+      schema: {
+        tags: ['Sales'],
+        summary: 'Refund a sale (by saleId or externalInvoiceId) in full or in part; commission is taken back in proportion',
+        body: RefundSaleBody,
+        response: { 201: SaleSchema, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await refundSale(db, request.auth.program, request.body)),
   );
 };

@@ -13,6 +13,8 @@ export const SaleSchema = Type.Object(
     totalEarned: Type.Number(),
     commissionRate: Type.Number(),
     createdAt: DateTime,
+    refundedAmount: Type.Number({ description: 'beyond the spec: how much of totalEarned was refunded (POST /sales/refund)' }),
+    status: Type.String({ enum: ['paid', 'partially_refunded', 'refunded'], description: 'beyond the spec: follows refundedAmount' }),
   },
   { title: 'Sale' },
 );
@@ -30,10 +32,36 @@ export const CreateSaleBody = Type.Object({
 });
 export type CreateSaleBody = Static<typeof CreateSaleBody>;
 
+const SaleId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+
 export const SalesQuery = Type.Object({
-  id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
+  id: Type.Optional(SaleId),
   affiliateId: Type.Optional(Uuid),
+  affiliateEmail: Type.Optional(Email),
   referralId: Type.Optional(Uuid),
+  saleExternalId: Type.Optional(Type.String({ maxLength: 200, description: "the sale's externalId" })),
   ...ListQuery,
 });
 export type SalesQuery = Static<typeof SalesQuery>;
+
+/** PUT /sales: the sale by `saleId` (or `id`); commission and every counter follow the new values. */
+export const UpdateSaleBody = Type.Object({
+  saleId: Type.Optional(SaleId),
+  id: Type.Optional(SaleId),
+  name: Type.Optional(ShortText),
+  email: Type.Optional(Email),
+  totalEarned: Type.Optional(Money),
+  commissionRate: Type.Optional(Percent),
+});
+export type UpdateSaleBody = Static<typeof UpdateSaleBody>;
+
+/** DELETE /sales voids a sale: `id` or `saleId`, in the query or a JSON body. */
+export const DeleteSaleTarget = Type.Object({ id: Type.Optional(SaleId), saleId: Type.Optional(SaleId) });
+
+/** POST /sales/refund: the sale by `saleId` or `externalInvoiceId`; without `amount`, all that is left. */
+export const RefundSaleBody = Type.Object({
+  saleId: Type.Optional(SaleId),
+  externalInvoiceId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  amount: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1e13, description: 'major units; at most what is not yet refunded' })),
+});
+export type RefundSaleBody = Static<typeof RefundSaleBody>;

@@ -1,21 +1,32 @@
-import { commissionFor, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { commissionFor, commissionTakenBack, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
-import { isUuid } from '../../domain/ids.ts';
+import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
-import { addToAffiliateCounters } from '../affiliates/affiliate.repository.ts';
-import { effectiveRate } from '../affiliates/affiliate.service.ts';
-import { addToLinkCounters } from '../links/link.repository.ts';
+import { effectiveRate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
 import { assertCreditable, findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
-import { customerHasSale, findSale, findSaleIdByInvoice, insertSale, listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
-import type { CreateSaleBody, Sale } from './sale.schema.ts';
+import {
+  customerHasSale,
+  deleteSaleRow,
+  findSale,
+  findSaleIdByInvoice,
+  insertRefund,
+  insertSale,
+  listSales,
+  lockSale,
+  updateSaleRow,
+  type SaleFilter,
+  type SaleRow,
+} from './sale.repository.ts';
+import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
+import { countSales, creditOf, recountEditedSale } from './sale-counters.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {
@@ -29,7 +40,15 @@ export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
     totalEarned: fromMinorUnits(row.total_earned, program.currency),
     commissionRate: millionthsToRate(row.commission_rate),
     createdAt: toIso(row.created_at),
+    refundedAmount: fromMinorUnits(row.refunded_amount, program.currency),
+    status: saleStatus(row),
   };
+}
+
+function saleStatus(row: Pick<SaleRow, 'total_earned' | 'refunded_amount'>): Sale['status'] {
+  const refunded = Number(row.refunded_amount);
+  if (refunded === 0) return 'paid';
+  return refunded >= Number(row.total_earned) ? 'refunded' : 'partially_refunded';
 }
 
 interface Customer {
@@ -125,11 +144,13 @@ async function sellInTransaction(
     total_earned: totalEarned,
     commission_rate: rate,
     commission,
+    refunded_amount: 0,
+    refunded_commission: 0,
     created_at: program.clock().toISOString(),
   };
-  const id = await insertSale(tx, row);
-  await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 0, commission });
-  if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 0, sales: 1, revenue: totalEarned });
+  const id = await insertSale(tx, { ...row, updated_at: row.created_at });
+  const stored: SaleRow = { ...row, id, updated_at: row.created_at };
+  await countSales(tx, [creditOf(stored)], 1);
   // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
   // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
   // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
@@ -141,17 +162,128 @@ async function sellInTransaction(
       totalEarnedMinor: totalEarned,
     });
   }
-  const sale = serializeSale({ ...row, id }, program);
+  const sale = serializeSale(stored, program);
   await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
   return sale;
 }
 
-export async function getSale(db: Db, program: ProgramContext, filter: SaleFilter): Promise<Sale> {
-  const row = await findSale(db, program.id, filter);
+export type SaleQuery = SaleFilter & { affiliateEmail?: string };
+
+export async function getSale(db: Db, program: ProgramContext, query: SaleQuery): Promise<Sale> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  const row = filter && (await findSale(db, program.id, filter));
   if (!row) throw notFound('Sale');
   return serializeSale(row, program);
 }
 
-export function getSalePage(db: Db, program: ProgramContext, filter: SaleFilter, page: PageRequest) {
-  return listSales(db, program.id, filter, page);
+export async function getSalePage(db: Db, program: ProgramContext, query: SaleQuery, page: PageRequest): Promise<SaleRow[]> {
+  const filter = await resolveAffiliateEmailFilter(db, program, query);
+  return filter ? listSales(db, program.id, filter, page) : [];
+}
+
+function saleIdOf(body: { saleId?: number; id?: number }): number {
+  if (body.saleId !== undefined && body.id !== undefined && body.saleId !== body.id) throw invalidField('#/saleId', 'and id name different sales');
+  const id = body.saleId ?? body.id;
+  if (id === undefined) throw invalidField('#/saleId', 'is required');
+  return id;
+}
+
+async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number } | { invoiceKey: string }): Promise<SaleRow> {
+  const row = await lockSale(tx, program.id, filter);
+  if (!row) throw notFound('Sale');
+  return row;
+}
+
+/**
+ * PUT /sales: changes the customer name or e-mail shown on the sale, the amount or the rate;
+ * the commission is recomputed, refunds keep their share of it, and the counters move by the
+ * exact difference.
+ */
+export async function updateSale(db: Db, program: ProgramContext, body: UpdateSaleBody): Promise<Sale> {
+  const id = saleIdOf(body);
+  const totalEarned = body.totalEarned === undefined ? undefined : toMinorUnits(body.totalEarned, program.currency, '#/totalEarned');
+  const rate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
+  return inTransaction(db, async (tx) => {
+    const before = await lockedSale(tx, program, { id });
+    const now = program.clock().toISOString();
+    const after: SaleRow = { ...before, updated_at: now };
+    if (body.name !== undefined) after.name = body.name.trim();
+    if (body.email !== undefined) after.email = normaliseEmail(body.email).email;
+    if (totalEarned !== undefined || rate !== undefined) {
+      after.total_earned = totalEarned ?? Number(before.total_earned);
+      after.commission_rate = rate ?? Number(before.commission_rate);
+      const refunded = Number(before.refunded_amount);
+      if (after.total_earned < refunded) {
+        throw invalidField('#/totalEarned', `must be at least the ${fromMinorUnits(refunded, program.currency)} already refunded`);
+      }
+      after.commission = commissionFor(after.total_earned, after.commission_rate);
+      after.refunded_commission = commissionTakenBack(after.commission, refunded, after.total_earned);
+    }
+    await updateSaleRow(tx, id, {
+      name: after.name,
+      email: after.email,
+      total_earned: after.total_earned,
+      commission_rate: after.commission_rate,
+      commission: after.commission,
+      refunded_commission: after.refunded_commission,
+      updated_at: now,
+    });
+    await recountEditedSale(tx, before, after);
+    const sale = serializeSale(after, program);
+    await recordEvent(tx, program.id, 'sale.updated', sale, now);
+    return sale;
+  });
+}
+
+/**
+ * DELETE /sales voids a sale: it leaves the lists and every counter, with its refunds. A code
+ * it redeemed stays redeemed (the customer had the discount). Answers the sale as it was.
+ */
+export async function voidSale(db: Db, program: ProgramContext, target: { id?: number; saleId?: number }): Promise<Sale> {
+  const id = saleIdOf(target);
+  return inTransaction(db, async (tx) => {
+    const row = await lockedSale(tx, program, { id });
+    await deleteSaleRow(tx, id);
+    await countSales(tx, [creditOf(row)], -1);
+    const sale = serializeSale(row, program);
+    await recordEvent(tx, program.id, 'sale.deleted', sale, program.clock().toISOString());
+    return sale;
+  });
+}
+
+/**
+ * POST /sales/refund: pays back part or all of what is left of a sale. The commission is taken
+ * back in proportion (computed on the running total, so a sale refunded in parts ends at exactly
+ * zero); each refund is kept as its own row and reported as sale.refunded.
+ */
+export async function refundSale(db: Db, program: ProgramContext, body: RefundSaleBody): Promise<Sale> {
+  if (body.saleId === undefined && body.externalInvoiceId === undefined) throw invalidField('#/saleId', 'saleId or externalInvoiceId is required');
+  const requested = body.amount === undefined ? undefined : toMinorUnits(body.amount, program.currency, '#/amount');
+  return inTransaction(db, async (tx) => {
+    const before = await lockedSale(tx, program, body.saleId !== undefined ? { id: body.saleId } : { invoiceKey: body.externalInvoiceId! });
+    if (body.saleId !== undefined && body.externalInvoiceId !== undefined && before.external_invoice_id !== body.externalInvoiceId) {
+      throw notFound('A sale with that saleId and externalInvoiceId');
+    }
+    const left = Number(before.total_earned) - Number(before.refunded_amount);
+    if (left === 0) throw invalidField('#/saleId', 'names a sale that is already fully refunded');
+    const amount = requested ?? left;
+    if (amount > left) throw invalidField('#/amount', `is more than the ${fromMinorUnits(left, program.currency)} not yet refunded`);
+    const now = program.clock().toISOString();
+    const refundedAmount = Number(before.refunded_amount) + amount;
+    const refundedCommission = commissionTakenBack(Number(before.commission), refundedAmount, Number(before.total_earned));
+    const after: SaleRow = { ...before, refunded_amount: refundedAmount, refunded_commission: refundedCommission, updated_at: now };
+    await updateSaleRow(tx, Number(before.id), { refunded_amount: refundedAmount, refunded_commission: refundedCommission, updated_at: now });
+    await insertRefund(tx, {
+      id: newId(),
+      program_id: program.id,
+      sale_id: Number(before.id),
+      amount,
+      commission: refundedCommission - Number(before.refunded_commission),
+      created_at: now,
+    });
+    await recountEditedSale(tx, before, after);
+    const sale = serializeSale(after, program);
+    await recordEvent(tx, program.id, 'sale.refunded', sale, now);
+    return sale;
+  });
 }

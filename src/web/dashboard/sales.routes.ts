@@ -22,9 +22,9 @@ export function saleTable(rows: SaleRow[], names: AffiliateNames | null, base: s
         <td>${formatTime(s.created_at)}</td>
         <td>${s.name}<br><span class="muted">${s.email}</span></td>
         ${names ? html`<td><a href="${base}/affiliates/${s.affiliate_id}">${affiliate?.name ?? 'Affiliate'}</a></td>` : ''}
-        <td class="num">${formatMinor(s.total_earned, currency)}</td>
+        <td class="num">${formatMinor(s.total_earned, currency)}${Number(s.refunded_amount) > 0 ? html`<br><span class="muted">${formatMinor(s.refunded_amount, currency)} refunded</span>` : ''}</td>
         <td class="num">${formatRate(millionthsToRate(s.commission_rate))}</td>
-        <td class="num">${formatMinor(s.commission, currency)}</td>
+        <td class="num">${formatMinor(Number(s.commission) - Number(s.refunded_commission), currency)}</td>
         <td>${s.external_invoice_id || '—'}</td>
       </tr>`;
     })}</tbody>

@@ -1,0 +1,35 @@
+import type { Tx } from '../../db/transaction.ts';
+import { addToAffiliateCounters } from '../affiliates/affiliate.repository.ts';
+import { addToLinkCounters } from '../links/link.repository.ts';
+import type { SaleCredit, SaleRow } from './sale.repository.ts';
+
+/** What a sale adds to the counters of the affiliate and link it credits: net of its refunds. */
+export function creditOf(row: SaleRow): SaleCredit {
+  return {
+    affiliate_id: row.affiliate_id,
+    link_id: row.link_id,
+    revenue: Number(row.total_earned) - Number(row.refunded_amount),
+    commission: Number(row.commission) - Number(row.refunded_commission),
+  };
+}
+
+/**
+ * Adds sales to (sign 1) or takes them from (sign -1) the counters of what they credit: the
+ * affiliate's totalCommissionEarned, the link's sales and totalRevenue. The one place sale
+ * counters change, so every path (sale, edit, refund, void, cascade) keeps them equal to a
+ * recount of the rows.
+ */
+export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true): Promise<void> {
+  for (const credit of credits) {
+    if (credit.commission !== 0) await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission });
+    if (credit.link_id !== null && (countsAsSale || credit.revenue !== 0)) {
+      await addToLinkCounters(tx, credit.link_id, { referrals: 0, sales: countsAsSale ? sign : 0, revenue: sign * credit.revenue });
+    }
+  }
+}
+
+/** The counters' share of an edit or refund: the sale stays, what it adds changes. */
+export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow): Promise<void> {
+  const [was, is] = [creditOf(before), creditOf(after)];
+  return countSales(tx, [{ ...is, revenue: is.revenue - was.revenue, commission: is.commission - was.commission }], 1, false);
+}

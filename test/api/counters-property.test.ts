@@ -1,0 +1,165 @@
+// A property of the whole ledger: whatever mix of affiliates, links, referrals, sales, edits,
+// refunds, voids and deletes a program goes through — some of them at the same time — every
+// stored counter equals a recount of the rows it summarises, and no request answers 5xx.
+// fast-check generates the mixes from a fixed seed (a failure prints the seed and the
+// shrunk list of steps to replay it).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
+import { raceNote } from '../helpers/test-database.ts';
+import { assertCountersMatchRows } from '../helpers/recount.ts';
+import { unique, uniqueEmail } from '../helpers/fixtures.ts';
+
+/** One request, naming earlier resources by position (wrapping), so any list of steps is valid. */
+type Op =
+  | { kind: 'affiliate'; rate: number | null }
+  | { kind: 'link'; affiliate: number }
+  | { kind: 'referral'; affiliate: number; viaLink: boolean }
+  | { kind: 'sale'; referral: number; cents: number; rate: number | null }
+  | { kind: 'saleForNewCustomer'; link: number; cents: number }
+  | { kind: 'editSale'; sale: number; cents: number | null; rate: number | null }
+  | { kind: 'refund'; sale: number; cents: number | null }
+  | { kind: 'voidSale'; sale: number }
+  | { kind: 'editReferral'; referral: number; status: 'ACTIVE' | 'INACTIVE' }
+  | { kind: 'deleteReferral'; referral: number; force: boolean }
+  | { kind: 'setAffiliateStatus'; affiliate: number; status: 'active' | 'inactive' }
+  | { kind: 'deleteAffiliate'; affiliate: number; force: boolean }
+  | { kind: 'deleteLink'; link: number; force: boolean };
+
+const index = fc.nat({ max: 50 });
+const cents = fc.integer({ min: 0, max: 1_000_000 });
+const rate = fc.option(fc.integer({ min: 0, max: 1_000_000 }).map((n) => n / 10_000), { nil: null });
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { arbitrary: fc.record({ kind: fc.constant('affiliate' as const), rate }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('link' as const), affiliate: index }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('referral' as const), affiliate: index, viaLink: fc.boolean() }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant('sale' as const), referral: index, cents, rate }), weight: 5 },
+  { arbitrary: fc.record({ kind: fc.constant('saleForNewCustomer' as const), link: index, cents }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('editSale' as const), sale: index, cents: fc.option(cents, { nil: null }), rate }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('refund' as const), sale: index, cents: fc.option(fc.integer({ min: 1, max: 500_000 }), { nil: null }) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('voidSale' as const), sale: index }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('editReferral' as const), referral: index, status: fc.constantFrom('ACTIVE' as const, 'INACTIVE' as const) }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('deleteReferral' as const), referral: index, force: fc.boolean() }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('setAffiliateStatus' as const), affiliate: index, status: fc.constantFrom('active' as const, 'inactive' as const) }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('deleteAffiliate' as const), affiliate: index, force: fc.boolean() }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('deleteLink' as const), link: index, force: fc.boolean() }), weight: 1 },
+);
+
+/** Steps of one to three requests; the requests of a step run at the same time. */
+const steps = fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 25 });
+
+/** What a run has made so far, by position. */
+interface Made {
+  affiliates: { id: string; link: string }[];
+  links: { id: string; link: string }[];
+  referrals: string[];
+  sales: number[];
+}
+
+const pick = <T,>(list: T[], n: number): T | undefined => (list.length === 0 ? undefined : list[n % list.length]);
+const money = (c: number) => c / 100;
+
+async function run(api: ApiClient, made: Made, o: Op): Promise<ApiResponse | undefined> {
+  switch (o.kind) {
+    case 'affiliate': {
+      const res = await api.post('/affiliates', { firstName: 'Pat', lastName: unique('P'), email: uniqueEmail('p'), ...(o.rate === null ? {} : { commissionRate: o.rate }) });
+      if (res.status === 201) {
+        made.affiliates.push({ id: res.body.id, link: res.body.link });
+        made.links.push({ id: '', link: res.body.link });
+      }
+      return res;
+    }
+    case 'link': {
+      const a = pick(made.affiliates, o.affiliate);
+      if (!a) return undefined;
+      const res = await api.post('/links', { affiliateId: a.id });
+      if (res.status === 201) made.links.push({ id: res.body.id, link: res.body.link });
+      return res;
+    }
+    case 'referral': {
+      const a = pick(made.affiliates, o.affiliate);
+      if (!a) return undefined;
+      const res = await api.post('/referrals', { name: 'Cy', email: uniqueEmail('c'), referredUserExternalId: unique('cus'), affiliateId: o.viaLink ? a.link : a.id });
+      if (res.status === 201) made.referrals.push(res.body.id);
+      return res;
+    }
+    case 'sale': {
+      const r = pick(made.referrals, o.referral);
+      if (!r) return undefined;
+      const res = await api.post('/sales', { referralId: r, totalEarned: money(o.cents), ...(o.rate === null ? {} : { commissionRate: o.rate }) });
+      if (res.status === 201) made.sales.push(res.body.id);
+      return res;
+    }
+    case 'saleForNewCustomer': {
+      const l = pick(made.links, o.link);
+      if (!l) return undefined;
+      const res = await api.post('/sales', { referralId: l.link, email: uniqueEmail('n'), name: 'New', totalEarned: money(o.cents) });
+      if (res.status === 201) {
+        made.sales.push(res.body.id);
+        made.referrals.push(res.body.referralId);
+      }
+      return res;
+    }
+    case 'editSale': {
+      const s = pick(made.sales, o.sale);
+      if (s === undefined) return undefined;
+      return api.put('/sales', { saleId: s, ...(o.cents === null ? {} : { totalEarned: money(o.cents) }), ...(o.rate === null ? {} : { commissionRate: o.rate }) });
+    }
+    case 'refund': {
+      const s = pick(made.sales, o.sale);
+      if (s === undefined) return undefined;
+      return api.post('/sales/refund', { saleId: s, ...(o.cents === null ? {} : { amount: money(o.cents) }) });
+    }
+    case 'voidSale': {
+      const s = pick(made.sales, o.sale);
+      return s === undefined ? undefined : api.request('DELETE', '/sales', { saleId: s });
+    }
+    case 'editReferral': {
+      const r = pick(made.referrals, o.referral);
+      return r === undefined ? undefined : api.put('/referrals', { referralId: r, status: o.status });
+    }
+    case 'deleteReferral': {
+      const r = pick(made.referrals, o.referral);
+      return r === undefined ? undefined : api.request('DELETE', `/referrals?id=${r}&force=${o.force}`);
+    }
+    case 'setAffiliateStatus': {
+      const a = pick(made.affiliates, o.affiliate);
+      return a === undefined ? undefined : api.put('/affiliates', { id: a.id, status: o.status });
+    }
+    case 'deleteAffiliate': {
+      const a = pick(made.affiliates, o.affiliate);
+      return a === undefined ? undefined : api.request('DELETE', '/affiliates', { id: a.id, force: o.force });
+    }
+    case 'deleteLink': {
+      const l = pick(made.links, o.link);
+      return l === undefined ? undefined : api.request('DELETE', '/links', { link: l.link, force: o.force });
+    }
+  }
+}
+
+describe('counters under random mixes of changes', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ rateLimitPerMinute: 0 });
+  });
+  after(() => t?.close());
+
+  it('every counter equals a recount of the rows, and no request answers 5xx' + raceNote, async () => {
+    await fc.assert(
+      fc.asyncProperty(steps, async (plan) => {
+        const api = await t.createTenant();
+        const made: Made = { affiliates: [], links: [], referrals: [], sales: [] };
+        for (const step of plan) {
+          const answers = await Promise.all(step.map((o) => run(api, made, o)));
+          for (const [i, res] of answers.entries()) {
+            if (res) assert.ok(res.status < 500, `${step[i]!.kind} answered ${res.status}: ${JSON.stringify(res.body)}`);
+          }
+        }
+        await assertCountersMatchRows(rawDb(t), api.programId);
+      }),
+      { seed: Number(process.env.PROPERTY_SEED ?? 20261123), numRuns: Number(process.env.PROPERTY_RUNS ?? 25), endOnFailure: true },
+    );
+  });
+});

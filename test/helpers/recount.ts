@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import type { Db } from '../../src/db/transaction.ts';
+import { commissionTakenBack } from '../../src/domain/commission.ts';
+
+// Every stored counter of a program, compared with a recount from the rows it summarises:
+// what any mix of sales, edits, refunds and deletes must leave exact.
+
+type Row = Record<string, unknown>;
+
+/** Rows as comparable plain values: every number as a JS number, sorted by id. */
+function plain(rows: Row[]): Row[] {
+  return rows
+    .map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, key === 'id' ? String(value) : Number(value ?? 0)])))
+    .sort((a, b) => String(a.id).localeCompare(String(b.id)));
+}
+
+export async function assertCountersMatchRows(db: Db, programId: string): Promise<void> {
+  const affiliates = await db
+    .selectFrom('affiliates as a')
+    .select(['a.id', 'a.number_of_referred_users as referred', 'a.total_commission_earned as commission'])
+    .select((eb) => [
+      eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.affiliate_id', '=', 'a.id').as('recounted_referred'),
+      eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('c')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_commission'),
+    ])
+    .where('a.program_id', '=', programId)
+    .execute();
+  for (const a of plain(affiliates)) {
+    assert.deepEqual({ referred: a.referred, commission: a.commission }, { referred: a.recounted_referred, commission: a.recounted_commission }, `affiliate ${a.id}`);
+  }
+
+  const links = await db
+    .selectFrom('affiliate_links as l')
+    .select(['l.id', 'l.referrals', 'l.sales', 'l.total_revenue as revenue'])
+    .select((eb) => [
+      eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.link_id', '=', 'l.id').as('recounted_referrals'),
+      eb.selectFrom('sales as s').select(eb.fn.countAll().as('n')).whereRef('s.link_id', '=', 'l.id').as('recounted_sales'),
+      eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.total_earned - s.refunded_amount), 0)`.as('r')).whereRef('s.link_id', '=', 'l.id').as('recounted_revenue'),
+    ])
+    .where('l.program_id', '=', programId)
+    .execute();
+  for (const l of plain(links)) {
+    assert.deepEqual(
+      { referrals: l.referrals, sales: l.sales, revenue: l.revenue },
+      { referrals: l.recounted_referrals, sales: l.recounted_sales, revenue: l.recounted_revenue },
+      `link ${l.id}`,
+    );
+  }
+
+  const sales = await db
+    .selectFrom('sales as s')
+    .select(['s.id', 's.refunded_amount as refunded', 's.refunded_commission as refunded_commission', 's.total_earned as total', 's.commission'])
+    .select((eb) => [
+      eb.selectFrom('sale_refunds as f').select(sql<number>`coalesce(sum(f.amount), 0)`.as('a')).whereRef('f.sale_id', '=', 's.id').as('recounted_refunded'),
+    ])
+    .where('s.program_id', '=', programId)
+    .execute();
+  for (const s of plain(sales)) {
+    // The commission taken back is the refunded share of the sale's current commission (an edit
+    // after a refund re-proportions it; each refund row keeps what it took back at the time).
+    assert.deepEqual(
+      { refunded: s.refunded, refunded_commission: s.refunded_commission },
+      { refunded: s.recounted_refunded, refunded_commission: commissionTakenBack(s.commission as number, s.refunded as number, s.total as number) },
+      `sale ${s.id}`,
+    );
+    assert.ok((s.refunded as number) <= (s.total as number), `sale ${s.id} refunded no more than it earned`);
+    assert.ok((s.refunded_commission as number) <= (s.commission as number), `sale ${s.id} took back no more commission than it paid`);
+  }
+}
