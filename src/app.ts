@@ -13,6 +13,7 @@ import { ApiError } from './domain/errors.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { registerApiDocs } from './http/api-docs.ts';
+import { trackingRoutes } from './modules/tracking/tracking.routes.ts';
 import { healthRoutes } from './http/health.ts';
 import { affiliateRoutes } from './modules/affiliates/affiliate.routes.ts';
 import { linkRoutes } from './modules/links/link.routes.ts';
@@ -113,7 +114,10 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     { prefix: '/api/v1' },
   );
 
-  // 4. The browser side: accounts, dashboard, connect flow.
+  // 4. Click tracking: the merchant-site script and the endpoint it reports to (no token).
+  await app.register(trackingRoutes, services);
+
+  // 5. The browser side: accounts, dashboard, connect flow.
   await app.register(webRoutes, services);
   return app;
 }

@@ -19,6 +19,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'referrals', key: ['id'] },
   { name: 'sales', key: ['id'] },
   { name: 'sale_refunds', key: ['id'] },
+  { name: 'clicks', key: ['id'] },
   { name: 'events', key: ['id'] },
   { name: 'webhooks', key: ['id'] },
   { name: 'webhook_deliveries', key: ['id'] },

@@ -7,6 +7,7 @@ import * as idempotencyLease from './migrations/2026-11-23T0200-idempotency-leas
 import * as attemptCounters from './migrations/2026-11-23T0300-attempt-counters.ts';
 import * as duplicateKeys from './migrations/2026-11-23T0400-duplicate-keys.ts';
 import * as refunds from './migrations/2026-11-23T0500-refunds.ts';
+import * as clickTracking from './migrations/2026-11-23T0600-click-tracking.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-23T0300-attempt-counters': attemptCounters,
   '2026-11-23T0400-duplicate-keys': duplicateKeys,
   '2026-11-23T0500-refunds': refunds,
+  '2026-11-23T0600-click-tracking': clickTracking,
 };
 
 export class MigrationError extends Error {}

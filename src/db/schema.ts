@@ -34,6 +34,10 @@ export interface ProgramsTable {
   /** JSON array of base URLs used to build a link's fullURLs. */
   base_urls: string;
   referral_param: string;
+  /** How long the tracking script keeps a referral (days). */
+  cookie_days: Generated<number>;
+  /** Which click wins when a visitor arrives through several links: the first or the last. */
+  attribution: Generated<'first' | 'last'>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -203,6 +207,20 @@ export interface EventsTable {
   sequence: Counter | null;
 }
 
+/** A counted click on an affiliate link: one per visitor, link and UTC day. */
+export interface ClicksTable {
+  id: string;
+  program_id: string;
+  affiliate_id: string;
+  link_id: string | null;
+  /** SHA-256 (hex) of the visitor: the tracking script's random id, else address and user agent. */
+  visitor_key: string;
+  /** UTC day, YYYY-MM-DD. */
+  day: string;
+  landing_url: string;
+  created_at: Timestamp;
+}
+
 /** A single row (id 1): the last event sequence number given out. */
 export interface OutboxStateTable {
   id: number;
@@ -328,6 +346,7 @@ export interface Database {
   referrals: ReferralsTable;
   sales: SalesTable;
   sale_refunds: SaleRefundsTable;
+  clicks: ClicksTable;
   coupons: CouponsTable;
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;

@@ -4,6 +4,7 @@
 export const errorStatus = {
   bad_request: 400,
   unauthorized: 401,
+  origin_not_allowed: 403,
   not_found: 404,
   conflict: 409,
   duplicate_sale: 409,
@@ -31,6 +32,7 @@ export type ErrorCode = keyof typeof errorStatus;
 export const statusTitle: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   409: 'Conflict',
   413: 'Content Too Large',

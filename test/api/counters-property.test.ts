@@ -25,7 +25,8 @@ type Op =
   | { kind: 'deleteReferral'; referral: number; force: boolean }
   | { kind: 'setAffiliateStatus'; affiliate: number; status: 'active' | 'inactive' }
   | { kind: 'deleteAffiliate'; affiliate: number; force: boolean }
-  | { kind: 'deleteLink'; link: number; force: boolean };
+  | { kind: 'deleteLink'; link: number; force: boolean }
+  | { kind: 'click'; link: number; visitor: number };
 
 const index = fc.nat({ max: 50 });
 const cents = fc.integer({ min: 0, max: 1_000_000 });
@@ -45,6 +46,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('setAffiliateStatus' as const), affiliate: index, status: fc.constantFrom('active' as const, 'inactive' as const) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('deleteAffiliate' as const), affiliate: index, force: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('deleteLink' as const), link: index, force: fc.boolean() }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('click' as const), link: index, visitor: fc.nat({ max: 3 }) }), weight: 4 },
 );
 
 /** Steps of one to three requests; the requests of a step run at the same time. */
@@ -52,17 +54,32 @@ const steps = fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength
 
 /** What a run has made so far, by position. */
 interface Made {
+  /** The program's domain: clicks come from its pages. */
+  domain: string;
   affiliates: { id: string; link: string }[];
   links: { id: string; link: string }[];
   referrals: string[];
   sales: number[];
 }
 
+let addresses = 0;
+const nextAddress = () => `10.${(++addresses >> 16) & 255}.${(addresses >> 8) & 255}.${addresses & 255}`;
+
 const pick = <T,>(list: T[], n: number): T | undefined => (list.length === 0 ? undefined : list[n % list.length]);
 const money = (c: number) => c / 100;
 
-async function run(api: ApiClient, made: Made, o: Op): Promise<ApiResponse | undefined> {
+async function run(t: TestServer, api: ApiClient, made: Made, o: Op): Promise<ApiResponse | undefined> {
   switch (o.kind) {
+    case 'click': {
+      const l = pick(made.links, o.link);
+      if (!l) return undefined;
+      const res = await fetch(`${t.url}/api/track/click?programId=${api.programId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', origin: `https://${made.domain}`, 'user-agent': 'Mozilla/5.0 Chrome/131.0', 'x-forwarded-for': nextAddress() },
+        body: JSON.stringify({ url: `https://${made.domain}/?ref=${l.link}`, visitorId: `visitor-${o.visitor}` }),
+      });
+      return { status: res.status, headers: res.headers, body: await res.json() };
+    }
     case 'affiliate': {
       const res = await api.post('/affiliates', { firstName: 'Pat', lastName: unique('P'), email: uniqueEmail('p'), ...(o.rate === null ? {} : { commissionRate: o.rate }) });
       if (res.status === 201) {
@@ -142,7 +159,9 @@ async function run(api: ApiClient, made: Made, o: Op): Promise<ApiResponse | und
 describe('counters under random mixes of changes', () => {
   let t: TestServer;
   before(async () => {
-    t = await startTestServer({ rateLimitPerMinute: 0 });
+    // Clicks come "through a proxy" from many addresses, so the per-address click limit does
+    // not end the run (it has its own test).
+    t = await startTestServer({ rateLimitPerMinute: 0, trustProxy: ['127.0.0.1'] });
   });
   after(() => t?.close());
 
@@ -150,9 +169,9 @@ describe('counters under random mixes of changes', () => {
     await fc.assert(
       fc.asyncProperty(steps, async (plan) => {
         const api = await t.createTenant();
-        const made: Made = { affiliates: [], links: [], referrals: [], sales: [] };
+        const made: Made = { domain: (await api.get('/me')).body.domain, affiliates: [], links: [], referrals: [], sales: [] };
         for (const step of plan) {
-          const answers = await Promise.all(step.map((o) => run(api, made, o)));
+          const answers = await Promise.all(step.map((o) => run(t, api, made, o)));
           for (const [i, res] of answers.entries()) {
             if (res) assert.ok(res.status < 500, `${step[i]!.kind} answered ${res.status}: ${JSON.stringify(res.body)}`);
           }

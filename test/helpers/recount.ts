@@ -18,21 +18,27 @@ function plain(rows: Row[]): Row[] {
 export async function assertCountersMatchRows(db: Db, programId: string): Promise<void> {
   const affiliates = await db
     .selectFrom('affiliates as a')
-    .select(['a.id', 'a.number_of_referred_users as referred', 'a.total_commission_earned as commission'])
+    .select(['a.id', 'a.number_of_referred_users as referred', 'a.total_commission_earned as commission', 'a.number_of_clicks as clicks'])
     .select((eb) => [
+      eb.selectFrom('clicks as c').select(eb.fn.countAll().as('n')).whereRef('c.affiliate_id', '=', 'a.id').as('recounted_clicks'),
       eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.affiliate_id', '=', 'a.id').as('recounted_referred'),
       eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('c')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_commission'),
     ])
     .where('a.program_id', '=', programId)
     .execute();
   for (const a of plain(affiliates)) {
-    assert.deepEqual({ referred: a.referred, commission: a.commission }, { referred: a.recounted_referred, commission: a.recounted_commission }, `affiliate ${a.id}`);
+    assert.deepEqual(
+      { referred: a.referred, commission: a.commission, clicks: a.clicks },
+      { referred: a.recounted_referred, commission: a.recounted_commission, clicks: a.recounted_clicks },
+      `affiliate ${a.id}`,
+    );
   }
 
   const links = await db
     .selectFrom('affiliate_links as l')
-    .select(['l.id', 'l.referrals', 'l.sales', 'l.total_revenue as revenue'])
+    .select(['l.id', 'l.referrals', 'l.sales', 'l.total_revenue as revenue', 'l.clicks'])
     .select((eb) => [
+      eb.selectFrom('clicks as c').select(eb.fn.countAll().as('n')).whereRef('c.link_id', '=', 'l.id').as('recounted_clicks'),
       eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.link_id', '=', 'l.id').as('recounted_referrals'),
       eb.selectFrom('sales as s').select(eb.fn.countAll().as('n')).whereRef('s.link_id', '=', 'l.id').as('recounted_sales'),
       eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.total_earned - s.refunded_amount), 0)`.as('r')).whereRef('s.link_id', '=', 'l.id').as('recounted_revenue'),
@@ -41,8 +47,8 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     .execute();
   for (const l of plain(links)) {
     assert.deepEqual(
-      { referrals: l.referrals, sales: l.sales, revenue: l.revenue },
-      { referrals: l.recounted_referrals, sales: l.recounted_sales, revenue: l.recounted_revenue },
+      { referrals: l.referrals, sales: l.sales, revenue: l.revenue, clicks: l.clicks },
+      { referrals: l.recounted_referrals, sales: l.recounted_sales, revenue: l.recounted_revenue, clicks: l.recounted_clicks },
       `link ${l.id}`,
     );
   }

@@ -32,7 +32,7 @@ export interface TestServer {
   dir: string;
   database: TestDatabase;
   /** A new user, program and API key; the client calls /api/v1 with that key. */
-  createTenant(options?: { currency?: string; commissionRate?: number; name?: string }): Promise<ApiClient>;
+  createTenant(options?: { currency?: string; commissionRate?: number; name?: string; domain?: string }): Promise<ApiClient>;
   close(): Promise<void>;
 }
 
@@ -65,7 +65,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
       const program = await createProgram(db, {
         ownerUserId: user.id,
         name: options.name ?? `Program ${n}`,
-        domain: `program${n}.example.com`,
+        domain: options.domain ?? `program${n}.example.com`,
         currency: options.currency,
         commissionRate: options.commissionRate,
       });

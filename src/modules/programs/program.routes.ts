@@ -14,6 +14,8 @@ export const ProgramSchema = Type.Object(
     commissionRate: Type.Number(),
     baseUrls: Type.Array(Type.String()),
     referralParam: Type.String(),
+    cookieDays: Type.Integer({ description: 'days the tracking script keeps a referral' }),
+    attribution: Type.String({ enum: ['first', 'last'], description: 'which click wins when a visitor comes through several links' }),
     createdAt: DateTime,
     updatedAt: DateTime,
   },

@@ -30,6 +30,10 @@ export interface Program {
   commissionRate: number;
   baseUrls: string[];
   referralParam: string;
+  /** Days the tracking script keeps a referral. */
+  cookieDays: number;
+  /** Which click wins when a visitor comes through several links. */
+  attribution: 'first' | 'last';
   createdAt: string;
   updatedAt: string;
 }
@@ -77,6 +81,8 @@ export function serializeProgram(row: ProgramRow): Program {
     commissionRate: millionthsToRate(row.default_commission_rate),
     baseUrls: JSON.parse(row.base_urls) as string[],
     referralParam: row.referral_param,
+    cookieDays: Number(row.cookie_days),
+    attribution: row.attribution,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -91,7 +97,15 @@ export interface ProgramInput {
   logoUrl?: string | null;
   baseUrls?: string[];
   referralParam?: string;
+  cookieDays?: number;
+  attribution?: string;
 }
+
+/** The referral parameter of a new program, as CONTRACT.md sets it (older programs keep theirs). */
+export const DEFAULT_REFERRAL_PARAM = 'ref';
+export const DEFAULT_COOKIE_DAYS = 60;
+/** The longest cookie window: browsers cap cookie lifetimes at about 400 days. */
+export const MAX_COOKIE_DAYS = 400;
 
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$/i;
 
@@ -119,8 +133,12 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   baseUrls.forEach((url, i) => {
     if (!isHttpUrl(url)) throw invalidField(`#/baseUrls/${i}`, 'must be an http(s) URL');
   });
-  const referralParam = input.referralParam ?? 'via';
+  const referralParam = input.referralParam ?? DEFAULT_REFERRAL_PARAM;
   if (!/^[A-Za-z0-9_-]{1,32}$/.test(referralParam)) throw invalidField('#/referralParam', 'must be 1 to 32 letters, digits, - or _');
+  const cookieDays = input.cookieDays ?? DEFAULT_COOKIE_DAYS;
+  if (!Number.isInteger(cookieDays) || cookieDays < 1 || cookieDays > MAX_COOKIE_DAYS) throw invalidField('#/cookieDays', `must be a whole number of days from 1 to ${MAX_COOKIE_DAYS}`);
+  const attribution = input.attribution ?? 'last';
+  if (attribution !== 'first' && attribution !== 'last') throw invalidField('#/attribution', 'must be "first" or "last"');
   return {
     name,
     domain,
@@ -129,6 +147,8 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
     logo_url: input.logoUrl || null,
     base_urls: JSON.stringify(baseUrls),
     referral_param: referralParam,
+    cookie_days: cookieDays,
+    attribution,
   };
 }
 

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { createProgram, listUserPrograms, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
+import { createProgram, DEFAULT_COOKIE_DAYS, DEFAULT_REFERRAL_PARAM, listUserPrograms, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentUser, redirectDone, sendPage } from './dashboard-page.ts';
-import { formErrorsOf, noErrors, optionalText, readForm, readQuery, textareaField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
+import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textareaField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 
 // The programs of the signed-in user: the list, the create form, and the switcher's target.
 // The program form is shared with the Settings page.
@@ -22,6 +22,9 @@ export function programInputOf(form: FormValues): Omit<ProgramInput, 'ownerUserI
     commissionRate: rate === undefined ? undefined : Number(rate),
     baseUrls: baseUrls.length > 0 ? baseUrls : undefined,
     referralParam: optionalText(form.referralParam),
+    // Text that is not a number is kept, so the service's check names the field.
+    cookieDays: optionalNumber(form.cookieDays) as number | undefined,
+    attribution: optionalText(form.attribution),
   };
 }
 
@@ -34,6 +37,8 @@ export function programFormValues(program: Program): FormValues {
     commissionRate: String(program.commissionRate),
     baseUrls: program.baseUrls.join('\n'),
     referralParam: program.referralParam,
+    cookieDays: String(program.cookieDays),
+    attribution: program.attribution,
   };
 }
 
@@ -44,7 +49,9 @@ export function programFields(values: FormValues, errors: FormErrors): SafeHtml 
     ${textField({ label: 'Logo URL', name: 'logoUrl', type: 'url', value: values.logoUrl, help: 'Optional. An https:// image shown next to the name.' }, errors)}
     ${textField({ label: 'Currency', name: 'currency', value: values.currency ?? 'USD', help: 'ISO 4217 code of your sales, such as USD or EUR.' }, errors)}
     ${textField({ label: 'Default commission rate (%)', name: 'commissionRate', type: 'number', value: values.commissionRate ?? '20', help: 'Affiliates without their own rate earn this share of each sale.', attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, errors)}
-    ${textField({ label: 'Referral query parameter', name: 'referralParam', value: values.referralParam ?? 'via', help: 'Links look like https://example.com/?via=jane.' }, errors)}
+    ${textField({ label: 'Referral query parameter', name: 'referralParam', value: values.referralParam ?? DEFAULT_REFERRAL_PARAM, help: `Links look like https://example.com/?${DEFAULT_REFERRAL_PARAM}=jane.` }, errors)}
+    ${textField({ label: 'Cookie window (days)', name: 'cookieDays', type: 'number', value: values.cookieDays ?? String(DEFAULT_COOKIE_DAYS), help: 'How long a visitor who clicked a link stays credited to its affiliate (1 to 400).', attrs: html`min="1" max="400" step="1" inputmode="numeric"` }, errors)}
+    ${selectField({ label: 'When a visitor clicks several links', name: 'attribution', value: values.attribution ?? 'last', options: [['last', 'The last click wins'], ['first', 'The first click wins']] }, errors)}
     <div class="wide">${textareaField({ label: 'Base URLs', name: 'baseUrls', value: values.baseUrls, help: 'One URL per line; each affiliate link is offered on each. Empty: https:// and your domain.' }, errors)}</div>
   </div>`;
 }

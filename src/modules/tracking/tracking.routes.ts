@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AppServices } from '../../app-services.ts';
+import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import { errorResponses, Uuid } from '../../http/schemas.ts';
+import { isUuid } from '../../domain/ids.ts';
+import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
+import { getProgram, type ProgramRow } from '../programs/program.service.ts';
+import { isBot, originBelongsTo, originRefused, recordClick } from './click.service.ts';
+
+// The public side of click tracking: the script merchants add to their site, and the endpoint
+// it reports clicks to. No token: the program's domain decides which pages may report.
+
+/** Reports per client address per minute, over every program: a page view sends at most one. */
+export const CLICK_ADDRESS_LIMIT: AttemptLimit = { max: 60, windowMs: 60_000 };
+
+const TRACKER = readFileSync(new URL('../../web/assets/tracker.js', import.meta.url), 'utf8');
+
+const ClickQuery = Type.Object({ programId: Uuid });
+const ClickBody = Type.Object({
+  url: Type.String({ minLength: 1, maxLength: 2000, description: 'the landing page, with the referral parameter' }),
+  visitorId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{8,64}$', description: "the script's random visitor id (first-party cookie)" })),
+});
+const ClickAnswerSchema = Type.Object({
+  referral: Type.Union([Type.String(), Type.Null()]),
+  counted: Type.Boolean(),
+  cookieDays: Type.Integer(),
+  attribution: Type.String({ enum: ['first', 'last'] }),
+  domain: Type.String(),
+});
+
+/** Allows the page's origin to read the answer; only ever called for an origin of the program's site. */
+function allowOrigin(reply: FastifyReply, origin: string): void {
+  reply.header('access-control-allow-origin', origin).header('vary', 'Origin');
+}
+
+async function programOf(request: FastifyRequest, db: AppServices['db']): Promise<ProgramRow> {
+  const { programId } = request.query as { programId?: string };
+  if (programId === undefined || !isUuid(programId)) throw invalidField('#/programId', 'must be the program id (data-program-id)');
+  try {
+    return await getProgram(db, programId.toLowerCase());
+  } catch {
+    throw notFound('Program');
+  }
+}
+
+export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, clock }) => {
+  // The script reports with Content-Type text/plain (a "simple" request: no preflight, so one
+  // request per landing); its body is still JSON. Small: a URL and an id.
+  app.removeContentTypeParser('text/plain');
+  app.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: 8 * 1024 }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(new ApiError('bad_request', 'The request body is not valid JSON.'), undefined);
+    }
+  });
+
+  app.get('/tracker.js', { schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=3600')
+      // Loaded by other sites' pages: helmet's same-origin default would block it.
+      .header('cross-origin-resource-policy', 'cross-origin')
+      .send(TRACKER),
+  );
+
+  app.options('/api/track/click', { schema: { hide: true } }, async (request, reply) => {
+    const program = await programOf(request, db);
+    const origin = request.headers.origin;
+    if (!origin || !originBelongsTo(origin, program.domain)) throw originRefused(origin, program.domain);
+    allowOrigin(reply, origin);
+    return reply
+      .header('access-control-allow-methods', 'POST')
+      .header('access-control-allow-headers', 'content-type')
+      .header('access-control-max-age', '86400')
+      .code(204)
+      .send();
+  });
+
+  app.post(
+    '/api/track/click',
+    {
+      bodyLimit: 8 * 1024,
+      schema: {
+        tags: ['Tracking'],
+        summary: "Record a click on an affiliate link (sent by /tracker.js from a page of the program's site; no token)",
+        querystring: ClickQuery,
+        body: ClickBody,
+        response: { 200: ClickAnswerSchema, ...errorResponses(403, 404, 429) },
+      },
+      // The address limit and the origin check come before the body is read or validated.
+      preValidation: async (request, reply) => {
+        const wait = await countAttempt(db, `click:address:${request.ip}`, CLICK_ADDRESS_LIMIT, clock());
+        if (wait !== null) {
+          reply.header('retry-after', String(wait));
+          throw new ApiError('rate_limited', `Too many clicks from this address; retry in ${wait} s.`);
+        }
+        const program = await programOf(request, db);
+        const origin = request.headers.origin;
+        if (!origin || !originBelongsTo(origin, program.domain)) throw originRefused(origin, program.domain);
+        allowOrigin(reply, origin);
+        request.trackedProgram = program;
+      },
+    },
+    async (request) => {
+      const program = request.trackedProgram!;
+      let landing: URL;
+      try {
+        landing = new URL(request.body.url);
+      } catch {
+        throw invalidField('#/url', 'must be an absolute URL');
+      }
+      if (!originBelongsTo(landing.origin, program.domain)) throw invalidField('#/url', `must be a page of ${program.domain}`);
+      const userAgent = request.headers['user-agent'] ?? '';
+      if (isBot(userAgent)) return { referral: null, counted: false, cookieDays: Number(program.cookie_days), attribution: program.attribution, domain: program.domain };
+      return recordClick(db, clock, { program, url: landing.toString(), visitorId: request.body.visitorId, address: request.ip, userAgent });
+    },
+  );
+};
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The program a click report is for, once its origin was checked. */
+    trackedProgram?: ProgramRow;
+  }
+}

@@ -1,0 +1,81 @@
+/* Tandem click tracking (docs/tracking.md).
+   <script src="{SITE_URL}/tracker.js" data-program-id="<program id>" async></script>
+   On a landing with the program's referral parameter it reports the click, keeps the referral
+   in a first-party cookie for the program's window, and exposes window.tandem.referral (a link
+   string POST /referrals accepts as affiliateId). It never throws and never blocks the page. */
+(function () {
+  var w = window, d = document, REF = 'tandem_ref', VID = 'tandem_vid';
+  var t = (w.tandem = w.tandem || {});
+  var script = d.currentScript || d.querySelector('script[data-program-id]');
+
+  function cookie(name) {
+    var m = d.cookie.match(new RegExp('(?:^|; )' + name + '=([^;]*)'));
+    return m ? decodeURIComponent(m[1]) : null;
+  }
+  function setCookie(name, value, days, domain) {
+    d.cookie = name + '=' + encodeURIComponent(value) + '; Max-Age=' + days * 86400 + '; Path=/; SameSite=Lax' +
+      (domain ? '; Domain=' + domain : '') + (location.protocol === 'https:' ? '; Secure' : '');
+  }
+  // The program's domain when this page is on it or a subdomain, so shop. and app. share the
+  // referral; none for hosts a cookie cannot name (localhost, addresses).
+  function cookieDomain(domain) {
+    var host = location.hostname;
+    if (!domain || domain.indexOf('.') < 0 || /^[\d.]+$|:/.test(host)) return '';
+    return host === domain || host.slice(-domain.length - 1) === '.' + domain ? domain : '';
+  }
+  function ready() {
+    t.ready = true;
+    try {
+      w.dispatchEvent(new CustomEvent('tandem:ready', { detail: { referral: t.referral } }));
+    } catch (e) { /* very old browsers: window.tandem still holds the referral */ }
+  }
+  function randomId() {
+    var a = new Uint8Array(16), s = '';
+    (w.crypto || w.msCrypto).getRandomValues(a);
+    for (var i = 0; i < a.length; i++) s += ('0' + a[i].toString(16)).slice(-2);
+    return s;
+  }
+
+  function run() {
+    try {
+      t.referral = cookie(REF);
+      var id = script && script.getAttribute('data-program-id');
+      // Only a landing with a query string can carry a referral: other pages send nothing.
+      if (!id || !location.search || !w.fetch) return ready();
+      var base = new URL(script.src, location.href).origin;
+      var visitor = cookie(VID) || randomId();
+      var abort = w.AbortController ? new AbortController() : null;
+      var timer = setTimeout(function () { if (abort) abort.abort(); }, 5000);
+      fetch(base + '/api/track/click?programId=' + encodeURIComponent(id), {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ url: location.href, visitorId: visitor }),
+        credentials: 'omit',
+        keepalive: true,
+        signal: abort ? abort.signal : undefined
+      })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (a) {
+          if (!a || !a.referral) return;
+          var domain = cookieDomain(a.domain);
+          setCookie(VID, visitor, a.cookieDays, domain);
+          if (t.referral && a.attribution === 'first') return;
+          setCookie(REF, a.referral, a.cookieDays, domain);
+          t.referral = a.referral;
+        })
+        .catch(function () { /* Tandem down or slow: the page goes on, the old referral stays */ })
+        .then(function () { clearTimeout(timer); ready(); });
+    } catch (e) {
+      ready();
+    }
+  }
+
+  // data-consent="required": nothing is stored until the site calls window.tandem.consent().
+  t.consent = run;
+  if (script && script.getAttribute('data-consent') === 'required') {
+    t.referral = cookie(REF);
+    ready();
+  } else {
+    run();
+  }
+})();
