@@ -38,7 +38,10 @@ export function finishPage<R extends { created_at: string | Date; id: string | n
 ): R[] {
   if (rows.length <= page.limit) return rows;
   const items = rows.slice(0, page.limit);
-  const url = new URL(request.url, siteUrl);
+  // SITE_URL's origin, the route's path and the query only: an absolute-form request line
+  // (`GET http://elsewhere/api/v1/… HTTP/1.1`) must not choose where the next page points.
+  const { pathname, search } = new URL(request.url, 'http://request.invalid');
+  const url = new URL(`${pathname}${search}`, siteUrl);
   url.searchParams.set('cursor', encodeCursor(items[items.length - 1]!));
   reply.header('link', `<${url.toString()}>; rel="next"`);
   return items;

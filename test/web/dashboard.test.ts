@@ -46,6 +46,20 @@ async function createSaleWithApi(client: ApiClient, affiliateId: string, totalEa
   return response.body as { id: number; totalEarned: number };
 }
 
+const BROWSER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36';
+
+/** A click as /tracker.js reports it from a landing page of the program's domain. */
+async function trackClick(programId: string, domain: string, link: string, visitorId: string, userAgent = BROWSER_AGENT) {
+  const response = await fetch(`${test.url}/api/track/click?programId=${programId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain', origin: `https://${domain}`, 'user-agent': userAgent },
+    body: JSON.stringify({ url: `https://${domain}/?ref=${link}`, visitorId }),
+  });
+  const text = await response.text();
+  assert.equal(response.status, 200, text);
+  return JSON.parse(text) as { referral: string | null; counted: boolean };
+}
+
 before(async () => {
   test = await startTestServer();
   owner = await BrowserSession.signUp(test.url, uniqueEmail('owner'));
@@ -210,6 +224,14 @@ describe('dashboard: programs', () => {
     assert.equal(switched.location, created.base);
   });
 
+  it('shows the tracking tag with the program id on Settings, ready to copy', async () => {
+    const settings = await owner.page(`${program.base}/settings`);
+    const tag = `&lt;script src="${test.config.siteUrl}/tracker.js" data-program-id="${program.id}" async&gt;&lt;/script&gt;`;
+    assert.ok(settings.includes(`<pre class="secret" id="tracker-tag">${tag}</pre>`), 'the exact tag, escaped');
+    assert.match(settings, /<button type="button" class="secondary" data-copy="tracker-tag" hidden>Copy<\/button>/);
+    assert.match(settings, /data-consent="required"/);
+  });
+
   it('edits the program on Settings; the API sees the change', async () => {
     const { id, base } = await owner.createProgram({ name: 'Editable', domain: 'editable.example' });
     const key = apiClient(test.url, (await owner.createApiKey(base)).token, id);
@@ -244,7 +266,7 @@ describe('dashboard: affiliates', () => {
     assert.ok(match, created.location ?? '');
     const detail = await owner.page(created.location!);
     assert.match(detail, /Affiliate created/);
-    assert.match(detail, /https:\/\/rockets\.example\/\?via=jane-form/, 'the detail page lists its link');
+    assert.match(detail, /https:\/\/rockets\.example\/\?ref=jane-form/, 'the detail page lists its link');
     assert.match(await owner.page(`${program.base}/affiliates`), new RegExp(address.replace('.', '\\.')));
 
     const fromApi = await api.get(`/affiliates?email=${encodeURIComponent(address)}`);
@@ -443,6 +465,73 @@ describe('dashboard: overview, referrals and sales', () => {
     page = await owner.page(base);
     assert.deepEqual(['sales', 'revenue', 'commission'].map((k) => stat(page, k)), ['4', '$1,320.00', money(netCommission)]);
     assert.match(await owner.page(`${base}/sales`), /\$34\.56 refunded/);
+  });
+
+  it('shows clicks and the conversion rate in the totals, the chart and its table', async () => {
+    const { id, base } = await owner.createProgram({ name: 'Clicks', domain: 'clicks.example', commissionRate: '10' });
+    const key = apiClient(test.url, (await owner.createApiKey(base)).token, id);
+    let page = await owner.page(base);
+    assert.deepEqual([stat(page, 'clicks'), stat(page, 'conversion')], ['0', '—'], 'no rate before the first click');
+    assert.match(page, /<desc id="chart-desc">No sales from [^<]*\. No clicks\.<\/desc>/);
+    assert.doesNotMatch(page, /class="line-clicks"/);
+
+    const ann = await createAffiliateWithApi(key, { firstName: 'Ann' });
+    const bob = await createAffiliateWithApi(key, { firstName: 'Bob' });
+    assert.equal((await key.post('/links', { affiliateId: ann.id, link: 'ann-extra' })).status, 201);
+    // Ann: two visitors on her own link (one of them twice: still one click that day) and one
+    // on her extra link; Bob: two visitors. A crawler is not a click.
+    const clicks = [[ann.link, 'visitor-a'], [ann.link, 'visitor-b'], [ann.link, 'visitor-a'], ['ann-extra', 'visitor-a'], [bob.link, 'visitor-c'], [bob.link, 'visitor-d']] as const;
+    const counted = [];
+    for (const [link, visitor] of clicks) counted.push((await trackClick(id, 'clicks.example', link, visitor)).counted);
+    assert.deepEqual(counted, [true, true, false, true, true, true]);
+    assert.equal((await trackClick(id, 'clicks.example', ann.link, 'visitor-bot', 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)')).counted, false);
+
+    // Referrals named by link string, as a site hands window.tandem.referral on; Bob's comes with a sale.
+    for (const link of [ann.link, 'ann-extra']) {
+      const referral = await key.post('/referrals', { name: 'Clicked', email: uniqueEmail('clicked'), referredUserExternalId: `ext-${link}`, affiliateId: link });
+      assert.equal(referral.status, 201, JSON.stringify(referral.body));
+    }
+    await createSaleWithApi(key, bob.link, 80);
+
+    page = await owner.page(base);
+    assert.equal(stat(page, 'clicks'), '5');
+    assert.equal(stat(page, 'referrals'), '3');
+    assert.equal(stat(page, 'conversion'), '60.0\u00a0%', '3 referrals ÷ 5 clicks');
+    // The chart: a clicks line on its own axis, in the summary and in today's row of the table.
+    const today = new Date().toISOString().slice(0, 10);
+    assert.match(page, /<polyline class="line-clicks" points="[\d.,\s]+"\/>/);
+    assert.match(page, /<desc id="chart-desc">1 sales from [^<]*\. 5 clicks\.<\/desc>/);
+    assert.match(page, /<th scope="col" class="num">Commission<\/th><th scope="col" class="num">Clicks<\/th>/);
+    assert.match(page, new RegExp(`<th scope="row">${today}</th><td class="num">1</td><td class="num">\\$80\\.00</td><td class="num">\\$8\\.00</td><td class="num">5</td></tr>`));
+    assert.doesNotMatch(page, /style=/, 'no inline styles (the CSP forbids them)');
+    // A day with clicks and no sale has its row too.
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    await rawDb(test).updateTable('clicks').set({ day: yesterday }).where('program_id', '=', id).execute();
+    assert.match(await owner.page(base), new RegExp(`<th scope="row">${yesterday}</th><td class="num">0</td><td class="num">\\$0\\.00</td><td class="num">\\$0\\.00</td><td class="num">5</td></tr>`));
+    // The series covers the chart's window only; the totals are the stored counters.
+    await rawDb(test).updateTable('clicks').set({ day: '2020-01-01' }).where('program_id', '=', id).execute();
+    const older = await owner.page(base);
+    assert.match(older, new RegExp(`<th scope="row">${today}</th>(?:<td class="num">[^<]*</td>){3}<td class="num">0</td></tr>`));
+    assert.match(older, /<desc id="chart-desc">[^<]* No clicks\.<\/desc>/);
+    assert.equal(stat(older, 'clicks'), '5');
+    await rawDb(test).updateTable('clicks').set({ day: today }).where('program_id', '=', id).execute();
+
+    // The affiliate's page: its clicks, its rate, and each link's clicks.
+    const annPage = await owner.page(`${base}/affiliates/${ann.id}`);
+    assert.equal(stat(annPage, 'clicks'), '3');
+    assert.equal(stat(annPage, 'referrals'), '2');
+    assert.equal(stat(annPage, 'conversion'), '66.7\u00a0%', '2 referred customers ÷ 3 clicks');
+    const linkRow = (link: string) => new RegExp(`<code>${link}</code>(?:(?!</tr>)[\\s\\S])*</tr>`).exec(annPage)?.[0] ?? '';
+    assert.match(linkRow(ann.link), /<td class="num">2<\/td><td class="num">1<\/td>/, 'own link: 2 clicks, 1 referral');
+    assert.match(linkRow('ann-extra'), /<td class="num">1<\/td><td class="num">1<\/td>/, 'extra link: 1 click, 1 referral');
+    assert.match(annPage, /<th scope="col" class="num">Clicks<\/th><th scope="col" class="num">Referrals<\/th>/);
+    const bobPage = await owner.page(`${base}/affiliates/${bob.id}`);
+    assert.deepEqual(['clicks', 'referrals', 'conversion'].map((k) => stat(bobPage, k)), ['2', '1', '50.0\u00a0%']);
+    // The dashboard's figures are the API's.
+    const fromApi = (await key.get(`/affiliates?id=${ann.id}`)).body as { numberOfClicks: number };
+    assert.equal(fromApi.numberOfClicks, 3);
+    const newcomer = await createAffiliateWithApi(key);
+    assert.equal(stat(await owner.page(`${base}/affiliates/${newcomer.id}`), 'conversion'), '—');
   });
 
   it('lists referrals and sales, filtered by affiliate and by date', async () => {

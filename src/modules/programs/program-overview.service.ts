@@ -2,6 +2,7 @@ import type { Db } from '../../db/transaction.ts';
 import { countAffiliates } from '../affiliates/affiliate.repository.ts';
 import { countReferrals } from '../referrals/referral.repository.ts';
 import { sumSales, sumSalesByDay, type DailySales, type SaleTotals } from '../sales/sale.repository.ts';
+import { countClicksByDay, totalClicks } from '../tracking/click.repository.ts';
 import type { ProgramContext } from './program.service.ts';
 
 // The dashboard's overview of a program. Every figure is an aggregate computed by the
@@ -10,24 +11,37 @@ import type { ProgramContext } from './program.service.ts';
 export interface ProgramTotals {
   affiliates: number;
   referrals: number;
+  /** Clicks counted by the tracking script (the affiliates' stored counters). */
+  clicks: number;
   /** Sales count and sums, in minor units of the program's currency. */
   sales: SaleTotals;
 }
 
 export async function getProgramTotals(db: Db, program: ProgramContext): Promise<ProgramTotals> {
-  const [affiliates, referrals, sales] = await Promise.all([countAffiliates(db, program.id), countReferrals(db, program.id), sumSales(db, program.id)]);
-  return { affiliates, referrals, sales };
+  const [affiliates, referrals, clicks, sales] = await Promise.all([countAffiliates(db, program.id), countReferrals(db, program.id), totalClicks(db, program.id), sumSales(db, program.id)]);
+  return { affiliates, referrals, clicks, sales };
 }
 
 const DAY_MS = 86_400_000;
 
-/** One entry per UTC day of the last `days` days (today included), zero where nothing was sold. */
-export async function getDailySales(db: Db, program: ProgramContext, days: number, now: Date): Promise<DailySales[]> {
+/** A UTC day's sales (count and net sums) and the clicks counted that day. */
+export interface DailyActivity extends DailySales {
+  clicks: number;
+}
+
+/**
+ * One entry per UTC day of the last `days` days (today included), zero where nothing was sold
+ * or clicked. Both queries start at the window's first day, over (program_id, created_at) and
+ * (program_id, day).
+ */
+export async function getDailyActivity(db: Db, program: ProgramContext, days: number, now: Date): Promise<DailyActivity[]> {
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-  const first = today - (days - 1) * DAY_MS;
-  const byDay = new Map((await sumSalesByDay(db, program.id, new Date(first).toISOString())).map((d) => [d.day, d]));
+  const first = new Date(today - (days - 1) * DAY_MS).toISOString();
+  const [sales, clicks] = await Promise.all([sumSalesByDay(db, program.id, first), countClicksByDay(db, program.id, first.slice(0, 10))]);
+  const salesByDay = new Map(sales.map((d) => [d.day, d]));
+  const clicksByDay = new Map(clicks.map((d) => [d.day, d.clicks]));
   return Array.from({ length: days }, (_, i) => {
-    const day = new Date(first + i * DAY_MS).toISOString().slice(0, 10);
-    return byDay.get(day) ?? { day, count: 0, revenue: 0, commission: 0 };
+    const day = new Date(today - (days - 1 - i) * DAY_MS).toISOString().slice(0, 10);
+    return { ...(salesByDay.get(day) ?? { day, count: 0, revenue: 0, commission: 0 }), clicks: clicksByDay.get(day) ?? 0 };
   });
 }

@@ -71,6 +71,17 @@ export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
   await tx.insertInto('referrals').values(row).execute();
 }
 
+/** Inserts the referral unless the program has its e-mail already; false when it did nothing. */
+export async function insertReferralUnlessEmailTaken(tx: Tx, row: ReferralRow): Promise<boolean> {
+  const inserted = await tx
+    .insertInto('referrals')
+    .values(row)
+    .onConflict((conflict) => conflict.columns(['program_id', 'email_key']).doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
 /**
  * The referral to delete, its row locked until the transaction ends (PostgreSQL; SQLite has one
  * writer at a time). A sale being recorded for the customer holds a key-share lock on it, so

@@ -1,4 +1,5 @@
 import { newId, isUuid } from '../../domain/ids.ts';
+import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, duplicate, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
@@ -18,6 +19,7 @@ import {
   findReferralForDelete,
   findReferralIdByExternalId,
   insertReferral,
+  insertReferralUnlessEmailTaken,
   listReferrals,
   updateReferralRow,
   type ReferralFilter,
@@ -76,16 +78,19 @@ export async function findCreditByCode(tx: Tx, program: ProgramContext, found: R
   return creditThroughPrimaryLink(affiliate);
 }
 
-/** Inserts a referred customer and counts it on the affiliate and link; records referral.created. */
-export async function insertCustomer(
-  tx: Tx,
-  program: ProgramContext,
-  credit: Credit,
-  input: { name: string; email: string; externalId: string; plan?: string; status?: string; promotionalCodeId: string | null },
-): Promise<ReferralRow> {
+interface CustomerInput {
+  name: string;
+  email: string;
+  externalId: string;
+  plan?: string;
+  status?: string;
+  promotionalCodeId: string | null;
+}
+
+function customerRow(program: ProgramContext, credit: Credit, input: CustomerInput): ReferralRow {
   const { email, key } = normaliseEmail(input.email);
   const now = program.clock().toISOString();
-  const row: ReferralRow = {
+  return {
     id: newId(),
     program_id: program.id,
     affiliate_id: credit.affiliate.id,
@@ -101,16 +106,43 @@ export async function insertCustomer(
     created_at: now,
     updated_at: now,
   };
+}
+
+/** Counts a new customer on the affiliate and link, and records referral.created. */
+async function countNewCustomer(tx: Tx, program: ProgramContext, credit: Credit, row: ReferralRow): Promise<void> {
+  await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 1, commission: 0 });
+  if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 1, sales: 0, revenue: 0 });
+  await recordEvent(tx, program.id, 'referral.created', serializeReferral(row), toIso(row.created_at));
+}
+
+/** Inserts a referred customer (POST /referrals): a second one with the same e-mail is a 409. */
+export async function insertCustomer(tx: Tx, program: ProgramContext, credit: Credit, input: CustomerInput): Promise<ReferralRow> {
+  const row = customerRow(program, credit, input);
   try {
     await insertReferral(tx, row);
   } catch (error) {
-    if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${email} already exists in this program.`);
+    if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${row.email} already exists in this program.`);
     throw error;
   }
-  await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 1, commission: 0 });
-  if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 1, sales: 0, revenue: 0 });
-  await recordEvent(tx, program.id, 'referral.created', serializeReferral(row), now);
+  await countNewCustomer(tx, program, credit, row);
   return row;
+}
+
+/**
+ * The customer of a sale that found none: inserted, or — when a concurrent sale for the same
+ * new customer inserted them first — that one. One statement decides (an insert that does
+ * nothing on the e-mail's unique key waits for the other transaction), so a billing burst for
+ * a new customer records every sale and exactly one referral.
+ */
+export async function insertOrGetCustomer(tx: Tx, program: ProgramContext, credit: Credit, input: CustomerInput): Promise<{ row: ReferralRow; created: boolean }> {
+  const row = customerRow(program, credit, input);
+  if (await insertReferralUnlessEmailTaken(tx, row)) {
+    await countNewCustomer(tx, program, credit, row);
+    return { row, created: true };
+  }
+  const existing = await findReferral(tx, program.id, { emailKey: row.email_key });
+  if (!existing) throw conflict(`A referral with e-mail ${row.email} was being recorded at the same time; retry.`);
+  return { row: existing, created: false };
 }
 
 export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody): Promise<Referral> {

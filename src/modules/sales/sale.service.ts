@@ -11,7 +11,7 @@ import { normaliseEmail } from '../users/user.service.ts';
 import { effectiveRate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
-import { assertCreditable, findCreditByCode, findCreditByIdOrLink, insertCustomer, type Credit } from '../referrals/referral.service.ts';
+import { assertCreditable, findCreditByCode, findCreditByIdOrLink, insertOrGetCustomer, type Credit } from '../referrals/referral.service.ts';
 import {
   customerHasSale,
   deleteSaleRow,
@@ -115,17 +115,23 @@ async function sellInTransaction(
   // firstTimeOrder: lock the customer first, so that the check sees any concurrent first order.
   if (referral && code?.code.first_time_order) await lockReferral(tx, referral.id);
   // Only a code's firstTimeOrder rule asks whether the customer ordered before.
-  const hasOrdered = referral && code?.code.first_time_order ? await customerHasSale(tx, referral.id) : false;
+  let hasOrdered = referral && code?.code.first_time_order ? await customerHasSale(tx, referral.id) : false;
   if (!referral) {
     // A new customer: recorded as a referral of the credited affiliate.
     if (body.name === undefined) throw invalidField('#/name', 'is required when the customer is not found');
     if (body.email === undefined) throw invalidField('#/email', 'is required when the customer is not found');
-    referral = await insertCustomer(tx, program, credit, {
+    const customer = await insertOrGetCustomer(tx, program, credit, {
       name: body.name,
       email: body.email,
       externalId: '',
       promotionalCodeId: code?.code.id ?? null,
     });
+    referral = customer.row;
+    // Recorded meanwhile by a concurrent sale, which may be this customer's first order.
+    if (!customer.created && code?.code.first_time_order) {
+      await lockReferral(tx, referral.id);
+      hasOrdered = await customerHasSale(tx, referral.id);
+    }
   }
 
   const rate = bodyRate ?? effectiveRate(credit.affiliate, program);

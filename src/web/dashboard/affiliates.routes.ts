@@ -14,7 +14,7 @@ import { getSalePage } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
-import { formatAmount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
+import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
 import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 import { referralTable } from './referrals.routes.ts';
 import { saleTable } from './sales.routes.ts';
@@ -191,7 +191,9 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
           <dt>E-mail</dt><dd>${affiliate.email}</dd>
           <dt>Commission rate</dt><dd>${formatRate(affiliate.commissionRate)}${affiliate.ownCommissionRate === null ? html` <span class="muted">(program default)</span>` : ''}</dd>
           <dt>Commission earned</dt><dd>${formatAmount(affiliate.totalCommissionEarned, program.currency)}</dd>
-          <dt>Referred customers</dt><dd>${affiliate.numberOfReferredUsers}</dd>
+          <dt>Clicks</dt><dd data-stat="clicks">${formatCount(affiliate.numberOfClicks)}</dd>
+          <dt>Referred customers</dt><dd data-stat="referrals">${formatCount(affiliate.numberOfReferredUsers)}</dd>
+          <dt>Conversion rate</dt><dd><span data-stat="conversion">${formatConversion(affiliate.numberOfReferredUsers, affiliate.numberOfClicks)}</span> <span class="muted">(referred customers ÷ clicks)</span></dd>
           <dt>Payout</dt><dd>${affiliate.payoutEmail} · ${affiliate.paymentMethod}</dd>
           <dt>Joined</dt><dd>${formatTime(affiliate.createdAt)}</dd>
           <dt>Id</dt><dd><code>${affiliate.id}</code></dd>
@@ -200,11 +202,11 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
 
       <h2 id="links">Links</h2>
       <div class="table-wrap"><table aria-labelledby="links">
-        <thead><tr><th scope="col">Link</th><th scope="col">URL</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Sales</th><th scope="col" class="num">Revenue</th></tr></thead>
+        <thead><tr><th scope="col">Link</th><th scope="col">URL</th><th scope="col" class="num">Clicks</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Sales</th><th scope="col" class="num">Revenue</th></tr></thead>
         <tbody>${links.map(
           (l) => html`<tr><td><code>${l.link}</code>${l.link === affiliate.link ? html` <span class="badge">own link</span>` : ''}</td>
             <td>${l.fullURLs.map((u) => html`<a href="${u.fullUrl}" rel="noreferrer">${u.fullUrl}</a><br>`)}</td>
-            <td class="num">${l.referrals}</td><td class="num">${l.sales}</td><td class="num">${formatAmount(l.totalRevenue, program.currency)}</td></tr>`,
+            <td class="num">${formatCount(l.clicks)}</td><td class="num">${l.referrals}</td><td class="num">${l.sales}</td><td class="num">${formatAmount(l.totalRevenue, program.currency)}</td></tr>`,
         )}</tbody>
       </table></div>
       <form class="filters" method="post" action="${base}/affiliates/${affiliate.id}/links" novalidate>

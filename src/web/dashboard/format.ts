@@ -38,6 +38,12 @@ export function formatRate(percent: number): string {
   return `${percent.toLocaleString('en-US', { maximumFractionDigits: 4 })}\u00a0%`;
 }
 
+/** Referrals per click as "4.2 %" (one decimal), or "—" before the first click. */
+export function formatConversion(referrals: number, clicks: number): string {
+  if (clicks <= 0) return '—';
+  return `${((referrals / clicks) * 100).toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })}\u00a0%`;
+}
+
 export function statusBadge(active: boolean, labels: [string, string] = ['Active', 'Inactive']): SafeHtml {
   return html`<span class="badge ${active ? 'ok' : 'bad'}">${active ? labels[0] : labels[1]}</span>`;
 }

@@ -43,6 +43,18 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
         <p class="muted">Program id: <code>${program.id}</code></p>
       </section>
 
+      <section class="card" aria-labelledby="tracking">
+        <h2 id="tracking">Tracking script</h2>
+        <p>Add this tag to every page of <strong>${program.domain}</strong> (and its subdomains) where visitors may land from an affiliate link.
+        It counts the click and remembers the referral for ${program.cookieDays} days; read it with <code>window.tandem.referral</code> at sign-up.
+        Behind a cookie banner, add <code>data-consent="required"</code> and call <code>window.tandem.consent()</code> once the visitor agrees.</p>
+        <div class="secret-box">
+          <pre class="secret" id="tracker-tag">&lt;script src="${config.siteUrl}/tracker.js" data-program-id="${program.id}" async&gt;&lt;/script&gt;</pre>
+          <button type="button" class="secondary" data-copy="tracker-tag" hidden>Copy</button>
+        </div>
+        <p class="muted" id="tracker-tag-status" role="status"></p>
+      </section>
+
       <section class="card" aria-labelledby="integrations">
         <h2 id="integrations">Integrations</h2>
         <p class="muted">The automation tools that may use the connect flow of this Tandem, for every account.
