@@ -9,11 +9,14 @@ import type { AppOptions, AppServices } from './app-services.ts';
 import { requireBearerToken } from './http/auth.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
+import { answerClientError, newRequestId } from './http/client-errors.ts';
 import { ApiError } from './domain/errors.ts';
 import { ProblemSchema } from './http/schemas.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { registerApiDocs } from './http/api-docs.ts';
 import { trackingRoutes } from './modules/tracking/tracking.routes.ts';
+import { guardApiInput } from './http/input-guard.ts';
+import { instanceKey } from './db/instance-keys.ts';
 import { healthRoutes } from './http/health.ts';
 import { affiliateRoutes } from './modules/affiliates/affiliate.routes.ts';
 import { linkRoutes } from './modules/links/link.routes.ts';
@@ -37,6 +40,11 @@ function trustProxyOption(trust: Config['trustProxy']): boolean | string[] | ((a
   return [...trust];
 }
 
+/** How often Node checks for late requests: a tenth of the shorter timeout, at most a second. */
+function connectionsCheckingInterval(config: Config): number {
+  return Math.max(10, Math.min(1000, Math.floor(Math.min(config.requestTimeoutMs, config.headersTimeoutMs) / 10)));
+}
+
 export async function buildApp(config: Config, database: DatabaseHandle, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
@@ -50,12 +58,24 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     },
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
-    genReqId: () => crypto.randomUUID(),
+    genReqId: newRequestId,
     return503OnClosing: true,
     // request.ip is the client behind a trusted balancer, not the balancer (docs/deploy.md).
     trustProxy: trustProxyOption(config.trustProxy),
+    // A request (headers and body) that has not arrived in time gets 408 and its connection is
+    // closed, so a client trickling bytes cannot hold a connection (docs/deploy.md#timeouts).
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      requestTimeout: config.requestTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      // Node looks for late requests only this often (30 s by default, which could double a 30 s timeout).
+      connectionsCheckingInterval: connectionsCheckingInterval(config),
+    },
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
+  app.decorate('cursorKey', await instanceKey(database.db, 'cursor'));
 
   // 1. Framework: validation, errors, security headers, shared schemas, docs.
   app.setValidatorCompiler(validatorCompiler);
@@ -80,6 +100,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
       // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
       // not a string that fails validation.
       api.removeContentTypeParser('text/plain');
+      guardApiInput(api);
       if (config.rateLimitPerMinute > 0) {
         await api.register(rateLimit, {
           max: config.rateLimitPerMinute,

@@ -39,6 +39,12 @@ export interface Config {
    * false (none, the default), a hop count, or a list of addresses and CIDR ranges.
    */
   readonly trustProxy: false | number | readonly string[];
+  /** The whole request, headers and body, must arrive within this many ms, or it gets 408 and the connection closes. */
+  readonly requestTimeoutMs: number;
+  /** The request's headers must arrive within this many ms (at most requestTimeoutMs). */
+  readonly headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many ms (Node adds a second of grace). */
+  readonly keepAliveTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -119,6 +125,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   } catch {
     throw new ConfigError(`SITE_URL must be an http(s) URL, got "${siteUrl}"`);
   }
+  // A slow client (a body trickled in a byte at a time) must not hold a connection forever.
+  const requestTimeoutMs = overrides.requestTimeoutMs ?? integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 1000, 3_600_000);
+  const headersTimeoutMs = overrides.headersTimeoutMs ?? integer(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 1000, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be above REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
   const logLevel = overrides.logLevel ?? (env.LOG_LEVEL || 'info');
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   return Object.freeze({
@@ -141,5 +153,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     idempotencyLeaseMs: overrides.idempotencyLeaseMs ?? integer(env, 'IDEMPOTENCY_LEASE_MS', 30_000, 1000, 3_600_000),
     tokenCacheMs: overrides.tokenCacheMs ?? integer(env, 'TOKEN_CACHE_MS', 5000, 0, 60_000),
     trustProxy: overrides.trustProxy ?? parseTrustProxy(env.TRUST_PROXY),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5000, 1000, 3_600_000),
   });
 }

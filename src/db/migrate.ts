@@ -8,6 +8,7 @@ import * as attemptCounters from './migrations/2026-11-23T0300-attempt-counters.
 import * as duplicateKeys from './migrations/2026-11-23T0400-duplicate-keys.ts';
 import * as refunds from './migrations/2026-11-23T0500-refunds.ts';
 import * as clickTracking from './migrations/2026-11-23T0600-click-tracking.ts';
+import * as instanceKeys from './migrations/2026-11-23T0700-instance-keys.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-23T0400-duplicate-keys': duplicateKeys,
   '2026-11-23T0500-refunds': refunds,
   '2026-11-23T0600-click-tracking': clickTracking,
+  '2026-11-23T0700-instance-keys': instanceKeys,
 };
 
 export class MigrationError extends Error {}

@@ -337,6 +337,13 @@ export interface AttemptCountersTable {
   count: number;
 }
 
+/** A secret every process of the instance shares, such as the key that signs list cursors. */
+export interface InstanceKeysTable {
+  name: string;
+  /** base64url of the key's bytes. */
+  value: string;
+}
+
 export interface Database {
   users: UsersTable;
   programs: ProgramsTable;
@@ -359,4 +366,5 @@ export interface Database {
   integrations: IntegrationsTable;
   authorization_codes: AuthorizationCodesTable;
   attempt_counters: AttemptCountersTable;
+  instance_keys: InstanceKeysTable;
 }

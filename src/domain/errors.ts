@@ -3,6 +3,7 @@
 
 export const errorStatus = {
   bad_request: 400,
+  invalid_cursor: 400,
   unauthorized: 401,
   origin_not_allowed: 403,
   not_found: 404,
@@ -12,6 +13,7 @@ export const errorStatus = {
   idempotency_conflict: 409,
   has_dependents: 409,
   idempotency_key_reused: 422,
+  request_timeout: 408,
   payload_too_large: 413,
   validation_failed: 422,
   promo_code_inactive: 422,

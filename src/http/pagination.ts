@@ -1,31 +1,60 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { invalidField } from '../domain/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { toIso } from '../domain/clock.ts';
 import type { PageRequest } from '../db/keyset.ts';
 
 // The HTTP side of lists (the query side is db/keyset.ts): the `limit`/`cursor`/`createdAfter`
-// query parameters, and the `Link: rel="next"` header. The cursor is the last row's position,
-// opaque to clients.
+// query parameters, and the `Link: rel="next"` header. A cursor is the last row's position,
+// signed with the instance's cursor key and bound to the list it came from (the program and
+// the path), so a forged, tampered or foreign cursor is a 400 invalid_cursor, never a query.
 
-export function parsePageRequest(query: { limit?: number; cursor?: string; createdAfter?: string }): PageRequest {
+export interface PageQuery {
+  limit?: number;
+  cursor?: string;
+  createdAfter?: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Signs list cursors; the same on every process of the instance (db/instance-keys.ts). */
+    cursorKey: Buffer;
+  }
+}
+
+/** What a cursor is bound to: the token's program (API) and the list's path (which names the program on the dashboard). */
+function listOf(request: FastifyRequest): string {
+  const programId = (request as { auth?: { program?: { id?: string } } }).auth?.program?.id ?? '';
+  return `${programId}|${new URL(request.url, 'http://request.invalid').pathname}`;
+}
+
+function signature(request: FastifyRequest, payload: string): Buffer {
+  return createHmac('sha256', request.server.cursorKey).update(`${listOf(request)}\n${payload}`).digest().subarray(0, 16);
+}
+
+const invalidCursor = () => new ApiError('invalid_cursor', 'The cursor is not one this list issued; start again without it.');
+
+/** The page a list request asks for; `query` defaults to the request's own. */
+export function parsePageRequest(request: FastifyRequest, query: PageQuery = request.query as PageQuery): PageRequest {
   const page: PageRequest = { limit: query.limit ?? 1000 };
   if (query.createdAfter !== undefined) page.createdAfter = new Date(query.createdAfter).toISOString();
   if (query.cursor !== undefined) {
-    try {
-      const [createdAt, id] = JSON.parse(Buffer.from(query.cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-      if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt))) throw new Error('createdAt');
-      if (typeof id !== 'string' && typeof id !== 'number') throw new Error('id');
-      page.after = { createdAt, id };
-    } catch {
-      throw invalidField('#/cursor', 'is not a cursor this service issued');
-    }
+    const [payload, mac] = query.cursor.split('.');
+    if (!payload || !mac || !/^[A-Za-z0-9_-]+$/.test(payload + mac)) throw invalidCursor();
+    const given = Buffer.from(mac, 'base64url');
+    const expected = signature(request, payload);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidCursor();
+    // Signed by us for this list: the position is one we wrote.
+    const [createdAt, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string | number];
+    page.after = { createdAt, id };
   }
   return page;
 }
 
-/** The cursor of the page that starts after `row`. */
-export function encodeCursor(row: { created_at: string | Date; id: string | number }): string {
-  return Buffer.from(JSON.stringify([toIso(row.created_at), row.id])).toString('base64url');
+/** The cursor of the page that starts after `row`, for this request's list. */
+export function encodeCursor(request: FastifyRequest, row: { created_at: string | Date; id: string | number }): string {
+  const payload = Buffer.from(JSON.stringify([toIso(row.created_at), row.id])).toString('base64url');
+  return `${payload}.${signature(request, payload).toString('base64url')}`;
 }
 
 /** Trims the extra row and, when more rows exist, sets `Link: <…>; rel="next"`. */
@@ -42,7 +71,7 @@ export function finishPage<R extends { created_at: string | Date; id: string | n
   // (`GET http://elsewhere/api/v1/… HTTP/1.1`) must not choose where the next page points.
   const { pathname, search } = new URL(request.url, 'http://request.invalid');
   const url = new URL(`${pathname}${search}`, siteUrl);
-  url.searchParams.set('cursor', encodeCursor(items[items.length - 1]!));
+  url.searchParams.set('cursor', encodeCursor(request, items[items.length - 1]!));
   reply.header('link', `<${url.toString()}>; rel="next"`);
   return items;
 }

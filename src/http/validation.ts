@@ -12,8 +12,25 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const STATUS = /^(active|inactive)$/i;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+// RFC 3339 date-times that both databases store the same way: years 1970 to 9999, no leap
+// second (JavaScript dates have none), an offset or Z, and a real calendar day.
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+export function isStrictDateTime(value: string): boolean {
+  const m = DATE_TIME.exec(value);
+  if (!m) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  if (year < 1970 || year > 9999 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return false;
+  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
+  // The day exists in that month (no 2025-02-30), and the instant is one Date can hold.
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return false;
+  const instant = Date.parse(value.replace(' ', 'T'));
+  return Number.isFinite(instant) && instant >= 0 && instant <= Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+}
+
 function makeAjv(options: Options): Ajv {
   const ajv = addFormats(new Ajv({ allErrors: true, strict: false, ...options }));
+  ajv.addFormat('date-time', isStrictDateTime);
   ajv.addFormat('email', (value: string) => value.trim().length <= 254 && EMAIL.test(value.trim()));
   ajv.addFormat('status', (value: string) => STATUS.test(value));
   // Plain RFC 9562 text only: ajv-formats also takes a `urn:uuid:` prefix, which PostgreSQL's uuid rejects.
@@ -45,7 +62,7 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 const FORMAT_TEXT: Record<string, string> = {
   email: 'must be an e-mail address',
   uuid: 'must be a UUID',
-  'date-time': 'must be an ISO 8601 date-time',
+  'date-time': 'must be an ISO 8601 date-time with an offset, years 1970 to 9999 (no leap second)',
   uri: 'must be an absolute URL',
   status: 'must be "active" or "inactive"',
 };

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../app-services.ts';
+import { readForm } from './dashboard/forms.ts';
 import { ApiError } from '../domain/errors.ts';
 import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
 import { html } from './html.ts';
@@ -15,7 +16,8 @@ const decoyHash = hashPassword('decoy password that never matches');
 
 export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   const { db, clock } = services;
-  const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
+  // A repeated field's first value; anything that is not text is left out.
+  const form = (request: FastifyRequest): Form => readForm(request);
 
   function authPage(reply: FastifyReply, session: WebSession, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
     const next = safeNextPath(values.next);

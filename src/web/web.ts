@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { assertCleanInput } from '../http/input-guard.ts';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import staticFiles from '@fastify/static';
@@ -12,11 +13,26 @@ import { accountRoutes } from './account.routes.ts';
 import { connectRoutes } from './connect/connect.routes.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
 
+/**
+ * Every form body is checked before any route or hook sees it: control characters (NUL and
+ * the other C0 codes but tab and line breaks) are refused. Routes read fields through
+ * forms.ts (a repeated field's first value) unless they take a list on purpose (event-type
+ * checkboxes). The token endpoint keeps its own answers (a code with a control character is
+ * just an invalid code).
+ */
+function refuseControlCharacters(scope: FastifyInstance): void {
+  scope.addHook('preValidation', async (request) => {
+    if (!request.headers['content-type']?.startsWith('application/x-www-form-urlencoded')) return;
+    if (!request.url.startsWith('/api/')) assertCleanInput(request.body);
+  });
+}
+
 /** The browser side: accounts, the dashboard and the connect flow, server-rendered. */
 export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
+  refuseControlCharacters(app);
   registerSessions(app, services.db, services.clock);
   requireCsrfOnUnsafeMethods(app);
 

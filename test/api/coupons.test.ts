@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
-import type { Coupon, NestedPromotionalCode, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, type Coupon, type NestedPromotionalCode, type PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
 import { assertProblem, assertNewestFirst } from '../helpers/api-assertions.ts';
 import { ISO_TIME, newCoupon, unique, UUID } from '../helpers/fixtures.ts';
 
@@ -26,7 +26,7 @@ function isNullOr(value: unknown, type: string): boolean {
 
 /** Checks a coupon's key set and the spec's type of every field. */
 function assertCouponShape(c: Coupon, withCodes = true): void {
-  assert.deepEqual(Object.keys(c).sort(), [...COUPON_KEYS, ...(withCodes ? ['promotionalCodes'] : [])].sort());
+  assert.deepEqual(Object.keys(c).sort(), [...COUPON_KEYS, ...(withCodes ? ['promotionalCodes', 'promotionalCodesCount'] : [])].sort());
   assert.match(c.id, UUID);
   assert.equal(typeof c.name, 'string');
   assert.ok(isNullOr(c.externalId, 'string'));
@@ -48,6 +48,8 @@ function assertCouponShape(c: Coupon, withCodes = true): void {
   if (withCodes) {
     assert.ok(Array.isArray(c.promotionalCodes));
     for (const code of c.promotionalCodes) assertNestedCodeShape(code);
+    assert.ok(Number.isInteger(c.promotionalCodesCount));
+    assert.equal(c.promotionalCodes.length, Math.min(c.promotionalCodesCount, COUPON_CODES_LIMIT), 'the newest codes up to the limit; the count says how many in all');
   }
 }
 
@@ -132,6 +134,7 @@ describe('coupons', () => {
         createdAt: c.createdAt,
         updatedAt: c.createdAt,
         promotionalCodes: [],
+        promotionalCodesCount: 0,
       });
       assert.ok(Date.parse(c.createdAt) >= before - 5 && Date.parse(c.createdAt) <= Date.now() + 5);
 
@@ -190,6 +193,7 @@ describe('coupons', () => {
         createdAt: c.createdAt,
         updatedAt: c.updatedAt,
         promotionalCodes: [],
+        promotionalCodesCount: 0,
       });
       const row = await storedCoupon(c.id);
       assert.ok(row);
@@ -522,7 +526,7 @@ describe('coupons', () => {
       assert.deepEqual((after.body as Coupon[]).map((c) => c.id), [ids[2]]);
 
       assertProblem(await fresh.get('/coupons?limit=0'), 422, 'validation_failed', '#/limit');
-      assertProblem(await fresh.get('/coupons?cursor=garbage'), 422, 'validation_failed', '#/cursor');
+      assertProblem(await fresh.get('/coupons?cursor=garbage'), 400, 'invalid_cursor');
     });
 
     it('carries each coupon\'s promotional codes, newest first, each with its affiliate object', async () => {
@@ -539,6 +543,7 @@ describe('coupons', () => {
       const c = res.body as Coupon;
       assertCouponShape(c);
       assert.deepEqual(c.promotionalCodes.map((p) => p.id), [assigned.id, unassigned.id]);
+      assert.equal(c.promotionalCodesCount, 2);
       const { coupon: _c1, ...assignedWithoutCoupon } = assigned;
       const { coupon: _c2, ...unassignedWithoutCoupon } = unassigned;
       assert.deepEqual(c.promotionalCodes[0], assignedWithoutCoupon);
@@ -558,6 +563,7 @@ describe('coupons', () => {
       const all = (await api.get('/coupons')).body as Coupon[];
       assert.deepEqual(all.find((x) => x.id === coupon.id), c);
       assert.equal(all.find((x) => x.id === otherCoupon.id)?.promotionalCodes.length, 1);
+      assert.equal(all.find((x) => x.id === otherCoupon.id)?.promotionalCodesCount, 1);
     });
 
     it('reports valid false when the stored flag is false', async () => {

@@ -388,7 +388,7 @@ describe('referrals', () => {
       assert.deepEqual((await client.get('/referrals?createdAfter=2999-01-01T00:00:00.000Z')).body, []);
       assert.deepEqual(assertProblem(await client.get('/referrals?limit=0'), 422, 'validation_failed'), ['#/limit']);
       assert.deepEqual(assertProblem(await client.get('/referrals?limit=1001'), 422, 'validation_failed'), ['#/limit']);
-      assert.deepEqual(assertProblem(await client.get('/referrals?cursor=zzz'), 422, 'validation_failed'), ['#/cursor']);
+      assertProblem(await client.get('/referrals?cursor=zzz'), 400, 'invalid_cursor');
     });
   });
 });

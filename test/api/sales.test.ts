@@ -537,9 +537,10 @@ describe('sales', () => {
     });
 
     it('validates list parameters (422)', async () => {
-      for (const q of ['limit=0', 'limit=1001', 'cursor=%%%', 'createdAfter=nope', 'affiliateId=nope']) {
+      for (const q of ['limit=0', 'limit=1001', 'createdAfter=nope', 'affiliateId=nope']) {
         assertProblem(await api.get(`/sales?${q}`), 422, 'validation_failed');
       }
+      assertProblem(await api.get('/sales?cursor=%25%25%25'), 400, 'invalid_cursor');
     });
   });
 });

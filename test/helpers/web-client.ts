@@ -20,11 +20,12 @@ export class WebClient {
     private readonly extraHeaders: Record<string, string> = {},
   ) {}
 
-  async request(method: string, path: string, form?: Record<string, string>): Promise<WebResponse> {
+  /** `form` as fields, or as an encoded body (to send a field twice). */
+  async request(method: string, path: string, form?: Record<string, string> | string): Promise<WebResponse> {
     const headers: Record<string, string> = { ...this.extraHeaders };
     if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
     if (form) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const response = await fetch(new URL(path, this.baseUrl), { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
+    const response = await fetch(new URL(path, this.baseUrl), { method, headers, body: form === undefined ? undefined : typeof form === 'string' ? form : new URLSearchParams(form).toString(), redirect: 'manual' });
     for (const cookie of response.headers.getSetCookie()) {
       const [pair] = cookie.split(';');
       const [name, value] = pair!.split('=');

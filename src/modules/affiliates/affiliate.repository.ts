@@ -64,7 +64,10 @@ export async function countAffiliates(db: Db, programId: string): Promise<number
   return Number(n);
 }
 
-/** Names and e-mails of the given affiliates of a program, to label lists of referrals and sales. */
+/**
+ * Names and e-mails of the given affiliates of a program, to label lists of referrals and sales.
+ * One bound id per affiliate: callers pass those of one dashboard page (PAGE_SIZE rows).
+ */
 export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
   if (ids.length === 0) return Promise.resolve([]);
   return db

@@ -37,7 +37,7 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
       const { id, email } = request.query;
       const program = request.auth.program;
       if (id !== undefined || email !== undefined) return affiliates.sendOne(reply, await getAffiliate(db, program, { id, email }));
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getAffiliatePage(db, program, page), page);
       return affiliates.sendMany(reply, rows.map((row) => serializeAffiliate(row, program)));
     },

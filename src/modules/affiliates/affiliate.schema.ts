@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DateTime, Email, LinkString, ListQuery, Nullable, Percent, ShortText, Status, Uuid } from '../../http/schemas.ts';
+import { DateTime, Email, ExternalId, LinkString, ListQuery, Nullable, Percent, ShortText, Status, Uuid } from '../../http/schemas.ts';
 import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 export const AffiliateSchema = Type.Object(
@@ -36,7 +36,7 @@ export const CreateAffiliateBody = Type.Object({
   commissionRate: Type.Optional(Percent),
   affiliateLink: Type.Optional(LinkString),
   payoutEmail: Type.Optional(Email),
-  paymentMethod: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  paymentMethod: Type.Optional(ExternalId({ minLength: 1 })),
   status: Type.Optional(Status),
 });
 export type CreateAffiliateBody = Static<typeof CreateAffiliateBody>;
@@ -51,7 +51,7 @@ export const UpdateAffiliateBody = Type.Object({
   /** null: follow the program's default rate. */
   commissionRate: Type.Optional(Nullable(Percent)),
   payoutEmail: Type.Optional(Email),
-  paymentMethod: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  paymentMethod: Type.Optional(ExternalId({ minLength: 1 })),
   status: Type.Optional(Status),
 });
 export type UpdateAffiliateBody = Static<typeof UpdateAffiliateBody>;

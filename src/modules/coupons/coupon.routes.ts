@@ -39,7 +39,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       const { id, externalId, name } = request.query;
       const program = request.auth.program;
       if (id !== undefined || externalId !== undefined) return coupons.sendOne(reply, await getCoupon(db, program, { id, externalId, name }));
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page), page);
       return coupons.sendMany(reply, await serializeCoupons(db, program, rows));
     },

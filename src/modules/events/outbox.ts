@@ -148,7 +148,8 @@ export function listEventsAfter(db: Db, programId: string, query: { after: numbe
     .select(['id', 'program_id', 'type', 'data', 'created_at', 'sequence'])
     .where('program_id', '=', programId)
     .where('sequence', '>', query.after);
-  if (query.types && query.types.length > 0) q = q.where('type', 'in', query.types);
+  // Deduplicated, the list is bounded by EVENT_TYPES whatever the query string repeats.
+  if (query.types && query.types.length > 0) q = q.where('type', 'in', [...new Set(query.types)]);
   return q.orderBy('sequence').limit(query.limit).execute();
 }
 

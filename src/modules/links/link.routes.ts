@@ -51,7 +51,7 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       const program = request.auth.program;
       const query = { id, link, affiliateId, affiliateEmail };
       if (id !== undefined || link !== undefined) return links.sendOne(reply, await findOneLink(db, program, query));
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getLinkPage(db, program, query, page), page);
       return links.sendMany(reply, rows.map((row) => serializeLink(row, program)));
     },

@@ -3,6 +3,7 @@ import type { CouponsTable, PromotionalCodesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { prefixedColumns, splitPrefixed, type ColumnSet } from '../../db/joined-rows.ts';
+import { dialectOf } from '../../db/dialect.ts';
 
 export type CodeRow = Selectable<PromotionalCodesTable>;
 export type CouponRow = Selectable<CouponsTable>;
@@ -47,6 +48,21 @@ const COUPON_COLUMNS: ColumnSet<CouponsTable> = {
   valid: true, redeem_by: true, integration_type: true, created_at: true, updated_at: true,
 };
 
+export interface CodeWithAffiliate {
+  code: CodeRow;
+  affiliate: CodeAffiliateRow | undefined;
+}
+
+const AFFILIATE_COLUMNS = ['a.first_name as affiliate__first_name', 'a.last_name as affiliate__last_name', 'a.email as affiliate__email'] as const;
+
+function splitCodeAndAffiliate(row: Record<string, unknown>): CodeWithAffiliate {
+  const [affiliate, code] = splitPrefixed(row, 'affiliate__');
+  return {
+    code: code as CodeRow,
+    affiliate: affiliate.email == null ? undefined : ({ id: code.affiliate_id, ...affiliate } as CodeAffiliateRow),
+  };
+}
+
 export interface CodeWithRelations {
   code: CodeRow;
   coupon: CouponRow;
@@ -60,34 +76,87 @@ export async function findCodeWithRelations(db: Db | Tx, programId: string, filt
     .innerJoin('coupons as c', 'c.id', 'pc.coupon_id')
     .leftJoin('affiliates as a', 'a.id', 'pc.affiliate_id')
     .select(prefixedColumns('c', COUPON_COLUMNS, 'coupon__') as never)
-    .select(['a.first_name as affiliate__first_name', 'a.last_name as affiliate__last_name', 'a.email as affiliate__email'])
+    .select([...AFFILIATE_COLUMNS])
     .executeTakeFirst()) as Record<string, unknown> | undefined;
   if (!row) return undefined;
   const [coupon, rest] = splitPrefixed(row, 'coupon__');
-  const [affiliate, code] = splitPrefixed(rest, 'affiliate__');
-  return {
-    code: code as CodeRow,
-    coupon: coupon as CouponRow,
-    affiliate: affiliate.email == null ? undefined : ({ id: code.affiliate_id, ...affiliate } as CodeAffiliateRow),
-  };
+  return { ...splitCodeAndAffiliate(rest), coupon: coupon as CouponRow };
 }
 
 export function listCodes(db: Db, programId: string, filter: CodeFilter, page: PageRequest) {
   return pageQuery(selectCodes(db, programId, filter), 'pc', page).execute();
 }
 
-export function listCodesOfCoupons(db: Db | Tx, programId: string, couponIds: string[]) {
-  if (couponIds.length === 0) return Promise.resolve([]);
-  return db
-    .selectFrom('promotional_codes')
-    .selectAll()
-    .where('program_id', '=', programId)
-    .where('coupon_id', 'in', couponIds)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+/**
+ * The `limit` newest codes of each coupon (created_at, id descending), each with its affiliate,
+ * in one statement whatever the number of codes or affiliates: the affiliates come through a
+ * join, and the coupon ids are the only list bound (one page of coupons, at most 1000: the
+ * lists' limit). Each coupon's codes are read from the promotional_codes_coupon index and
+ * stop at `limit`: a LATERAL subquery on PostgreSQL; on SQLite (no LATERAL) an IN subquery
+ * correlated to the coupon, which SQLite runs once per coupon over the same index. Nothing
+ * else filters `pc` (the tenant is the coupon's): another condition on it could let SQLite
+ * drive the join from another index and run the subquery once per code.
+ */
+export async function listNewestCodesOfCoupons(db: Db | Tx, programId: string, couponIds: string[], limit: number): Promise<CodeWithAffiliate[]> {
+  if (couponIds.length === 0) return [];
+  const coupons = db.selectFrom('coupons as c').where('c.program_id', '=', programId).where('c.id', 'in', couponIds);
+  const joined =
+    dialectOf(db) === 'postgres'
+      ? coupons.innerJoinLateral(
+          (eb) =>
+            eb
+              .selectFrom('promotional_codes as newest')
+              .selectAll('newest')
+              .whereRef('newest.coupon_id', '=', 'c.id')
+              .orderBy('newest.created_at', 'desc')
+              .orderBy('newest.id', 'desc')
+              .limit(limit)
+              .as('pc'),
+          (join) => join.onTrue(),
+        )
+      : coupons.innerJoin('promotional_codes as pc', (join) =>
+          join.on((eb) =>
+            eb(
+              'pc.id',
+              'in',
+              eb
+                .selectFrom('promotional_codes as newest')
+                .select('newest.id')
+                .whereRef('newest.coupon_id', '=', 'c.id')
+                .orderBy('newest.created_at', 'desc')
+                .orderBy('newest.id', 'desc')
+                .limit(limit),
+            ),
+          ),
+        );
+  const rows = (await joined
+    .leftJoin('affiliates as a', (join) => join.onRef('a.id', '=', 'pc.affiliate_id').onRef('a.program_id', '=', 'pc.program_id'))
+    .selectAll('pc')
+    .select([...AFFILIATE_COLUMNS])
+    .orderBy('pc.created_at', 'desc')
+    .orderBy('pc.id', 'desc')
+    .execute()) as Record<string, unknown>[];
+  return rows.map(splitCodeAndAffiliate);
 }
 
+/** How many codes each coupon has (coupons without codes are absent), in one grouped query. */
+export async function countCodesOfCoupons(db: Db | Tx, programId: string, couponIds: string[]): Promise<Map<string, number>> {
+  if (couponIds.length === 0) return new Map();
+  // Bounded like listNewestCodesOfCoupons: one page of coupon ids. Scoped through the coupon, so
+  // the count reads the promotional_codes_coupon index alone.
+  const rows = await db
+    .selectFrom('coupons as c')
+    .innerJoin('promotional_codes as pc', 'pc.coupon_id', 'c.id')
+    .select((eb) => ['c.id', eb.fn.countAll<number | string>().as('n')])
+    .where('c.program_id', '=', programId)
+    .where('c.id', 'in', couponIds)
+    .groupBy('c.id')
+    .execute();
+  return new Map(rows.map((row) => [row.id, Number(row.n)]));
+}
+
+// findCouponsByIds and findCodeAffiliates bind one id per row: they get the coupons and
+// affiliates of the codes being serialized, at most 1000 (a list page or a bulk creation).
 export function findCouponsByIds(db: Db | Tx, programId: string, ids: string[]) {
   if (ids.length === 0) return Promise.resolve([]);
   return db.selectFrom('coupons').selectAll().where('program_id', '=', programId).where('id', 'in', ids).execute();

@@ -56,7 +56,7 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
       if (id !== undefined || code !== undefined || externalId !== undefined) {
         return codes.sendOne(reply, await getPromotionalCode(db, program, query));
       }
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getPromotionalCodePage(db, program, query, page), page);
       return codes.sendMany(reply, await serializeCodes(db, program, rows));
     },

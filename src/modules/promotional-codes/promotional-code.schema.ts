@@ -42,7 +42,20 @@ export type PromotionalCode = Static<typeof PromotionalCodeSchema>;
 export const NestedPromotionalCodeSchema = Type.Object({ ...codeFields, affiliate: CodeAffiliate }, { title: 'PromotionalCodeInCoupon' });
 export type NestedPromotionalCode = Static<typeof NestedPromotionalCodeSchema>;
 
-export const CouponSchema = Type.Object({ ...CouponFields, promotionalCodes: Type.Array(NestedPromotionalCodeSchema) }, { title: 'Coupon' });
+/** The most codes a coupon response carries (its newest); the rest page through GET /promotional-codes?couponId=. */
+export const COUPON_CODES_LIMIT = 100;
+
+export const CouponSchema = Type.Object(
+  {
+    ...CouponFields,
+    promotionalCodes: Type.Array(NestedPromotionalCodeSchema, {
+      maxItems: COUPON_CODES_LIMIT,
+      description: `the coupon's ${COUPON_CODES_LIMIT} newest codes at most, newest first; all of them: GET /promotional-codes?couponId=`,
+    }),
+    promotionalCodesCount: Type.Integer({ minimum: 0, description: 'how many codes the coupon has in all' }),
+  },
+  { title: 'Coupon' },
+);
 export type Coupon = Static<typeof CouponSchema>;
 
 const restrictionFields = {

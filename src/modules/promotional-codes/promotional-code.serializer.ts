@@ -4,18 +4,20 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import type { NestedCoupon } from '../coupons/coupon.schema.ts';
 import {
+  countCodesOfCoupons,
   findCodeAffiliates,
   findCouponsByIds,
-  listCodesOfCoupons,
+  listNewestCodesOfCoupons,
   type CodeAffiliateRow,
   type CodeRow,
   type CodeWithRelations,
   type CouponRow,
 } from './promotional-code.repository.ts';
-import type { Coupon, NestedPromotionalCode, PromotionalCode } from './promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, type Coupon, type NestedPromotionalCode, type PromotionalCode } from './promotional-code.schema.ts';
 
-// One serializer each for coupons and promotional codes. A coupon lists its codes and a
-// code carries its coupon; the nested copies leave out the back-reference to avoid a cycle.
+// One serializer each for coupons and promotional codes. A coupon lists its newest codes (at
+// most COUPON_CODES_LIMIT, with the count of all) and a code carries its coupon; the nested
+// copies leave out the back-reference to avoid a cycle.
 
 /** A coupon is valid while its flag is set, redeemBy has not passed and its limit is not reached. */
 export function isCouponValid(row: CouponRow, now: number): boolean {
@@ -71,6 +73,8 @@ function serializeCodeFields(row: CodeRow, affiliate: CodeAffiliateRow | undefin
   };
 }
 
+// The ids bound below are those of the codes being serialized: a list page (at most 1000, the
+// lists' limit), a bulk creation (at most MAX_BULK_CODES, 1000) or a few on the dashboard.
 async function affiliatesById(db: Db | Tx, programId: string, codes: CodeRow[]) {
   const ids = [...new Set(codes.map((c) => c.affiliate_id).filter((id): id is string => id !== null))];
   return new Map((await findCodeAffiliates(db, programId, ids)).map((a) => [a.id, a]));
@@ -81,7 +85,7 @@ export function serializeCodeWithRelations({ code, coupon, affiliate }: CodeWith
   return { ...serializeCodeFields(code, affiliate, program), coupon: serializeNestedCoupon(coupon, program.clock().getTime()) };
 }
 
-/** Serializes code rows with their coupon and affiliate, in three queries whatever the count. */
+/** Serializes code rows (at most 1000, see affiliatesById) with their coupon and affiliate, in three queries whatever the count. */
 export async function serializeCodes(db: Db | Tx, program: ProgramContext, codes: CodeRow[]): Promise<PromotionalCode[]> {
   const couponIds = [...new Set(codes.map((c) => c.coupon_id))];
   const [coupons, affiliates] = await Promise.all([findCouponsByIds(db, program.id, couponIds), affiliatesById(db, program.id, codes)]);
@@ -93,16 +97,26 @@ export async function serializeCodes(db: Db | Tx, program: ProgramContext, codes
   }));
 }
 
-/** Serializes coupon rows with all of their codes. */
+/**
+ * Serializes coupon rows (one page at most) with their COUPON_CODES_LIMIT newest codes and the
+ * count of all, in two queries whatever the number of codes or affiliates.
+ */
 export async function serializeCoupons(db: Db | Tx, program: ProgramContext, coupons: CouponRow[]): Promise<Coupon[]> {
-  const codes = await listCodesOfCoupons(db, program.id, coupons.map((c) => c.id));
-  const affiliates = await affiliatesById(db, program.id, codes);
+  const ids = coupons.map((c) => c.id);
+  const [codes, counts] = await Promise.all([
+    listNewestCodesOfCoupons(db, program.id, ids, COUPON_CODES_LIMIT),
+    countCodesOfCoupons(db, program.id, ids),
+  ]);
   const codesByCoupon = new Map<string, NestedPromotionalCode[]>();
-  for (const code of codes) {
+  for (const { code, affiliate } of codes) {
     const list = codesByCoupon.get(code.coupon_id) ?? [];
-    list.push(serializeCodeFields(code, code.affiliate_id === null ? undefined : affiliates.get(code.affiliate_id), program));
+    list.push(serializeCodeFields(code, affiliate, program));
     codesByCoupon.set(code.coupon_id, list);
   }
   const now = program.clock().getTime();
-  return coupons.map((row) => ({ ...serializeNestedCoupon(row, now), promotionalCodes: codesByCoupon.get(row.id) ?? [] }));
+  return coupons.map((row) => ({
+    ...serializeNestedCoupon(row, now),
+    promotionalCodes: codesByCoupon.get(row.id) ?? [],
+    promotionalCodesCount: counts.get(row.id) ?? 0,
+  }));
 }

@@ -38,7 +38,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       const program = request.auth.program;
       const filter = { affiliateId, affiliateEmail, externalId };
       if (id !== undefined) return referrals.sendOne(reply, await getReferral(db, program, { id, ...filter }));
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getReferralPage(db, program, filter, page), page);
       return referrals.sendMany(reply, rows.map(serializeReferral));
     },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Email, ListQuery, ShortText, Status, Uuid } from '../../http/schemas.ts';
+import { Email, ExternalId, ListQuery, ShortText, Status, Uuid } from '../../http/schemas.ts';
 import { deleteTargetSchema } from '../../http/delete-target.ts';
 
 export const ReferralSchema = Type.Object(
@@ -16,7 +16,7 @@ export const ReferralSchema = Type.Object(
 );
 export type Referral = Static<typeof ReferralSchema>;
 
-const ExternalUserId = Type.String({ minLength: 1, maxLength: 200 });
+const ExternalUserId = ExternalId({ minLength: 1 });
 
 export const CreateReferralBody = Type.Object({
   name: ShortText,
@@ -34,7 +34,7 @@ export const ReferralsQuery = Type.Object({
   id: Type.Optional(Uuid),
   affiliateId: Type.Optional(Uuid),
   affiliateEmail: Type.Optional(Email),
-  externalId: Type.Optional(Type.String({ maxLength: 200, description: "the referred user's referredUserExternalId" })),
+  externalId: Type.Optional(ExternalId({ description: "the referred user's referredUserExternalId" })),
   ...ListQuery,
 });
 export type ReferralsQuery = Static<typeof ReferralsQuery>;

@@ -38,7 +38,7 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       const program = request.auth.program;
       const filter = { affiliateId, affiliateEmail, referralId, externalId: saleExternalId };
       if (id !== undefined) return sales.sendOne(reply, await getSale(db, program, { id, ...filter }));
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getSalePage(db, program, filter, page), page);
       return sales.sendMany(reply, rows.map((row) => serializeSale(row, program)));
     },

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DateTime, Email, ListQuery, Money, Percent, ShortText, Uuid } from '../../http/schemas.ts';
+import { DateTime, Email, ExternalId, ListQuery, Money, Percent, ShortText, Uuid } from '../../http/schemas.ts';
 
 export const SaleSchema = Type.Object(
   {
@@ -26,8 +26,8 @@ export const CreateSaleBody = Type.Object({
   email: Type.Optional(Email),
   promoCode: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   name: Type.Optional(ShortText),
-  externalId: Type.Optional(Type.String({ maxLength: 200 })),
-  externalInvoiceId: Type.Optional(Type.String({ maxLength: 200 })),
+  externalId: Type.Optional(ExternalId()),
+  externalInvoiceId: Type.Optional(ExternalId()),
   commissionRate: Type.Optional(Percent),
 });
 export type CreateSaleBody = Static<typeof CreateSaleBody>;
@@ -39,7 +39,7 @@ export const SalesQuery = Type.Object({
   affiliateId: Type.Optional(Uuid),
   affiliateEmail: Type.Optional(Email),
   referralId: Type.Optional(Uuid),
-  saleExternalId: Type.Optional(Type.String({ maxLength: 200, description: "the sale's externalId" })),
+  saleExternalId: Type.Optional(ExternalId({ description: "the sale's externalId" })),
   ...ListQuery,
 });
 export type SalesQuery = Static<typeof SalesQuery>;
@@ -61,7 +61,7 @@ export const DeleteSaleTarget = Type.Object({ id: Type.Optional(SaleId), saleId:
 /** POST /sales/refund: the sale by `saleId` or `externalInvoiceId`; without `amount`, all that is left. */
 export const RefundSaleBody = Type.Object({
   saleId: Type.Optional(SaleId),
-  externalInvoiceId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  externalInvoiceId: Type.Optional(ExternalId({ minLength: 1 })),
   amount: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1e13, description: 'major units; at most what is not yet refunded' })),
 });
 export type RefundSaleBody = Static<typeof RefundSaleBody>;

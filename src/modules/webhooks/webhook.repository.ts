@@ -59,7 +59,7 @@ export function setWebhookEnabled(db: Db, programId: string, id: string, now: st
   });
 }
 
-/** Per subscription: deliveries waiting, and the newest attempt's time and status. */
+/** Per subscription: deliveries waiting, and the newest attempt's time and status. `webhookIds`: one page of subscriptions (bound one by one). */
 export async function webhookDeliveryStats(db: Db, webhookIds: string[]) {
   if (webhookIds.length === 0) return new Map<string, { pending: number; failed: number }>();
   const rows = await db
@@ -161,7 +161,7 @@ export async function claimDueDeliveries(db: Db, options: { now: string; leaseId
     .returning('id')
     .execute();
   if (claimed.length === 0) return [];
-  // Read back by primary key (the ids the UPDATE returned), never by scanning for the lease.
+  // Read back by primary key (the ids the UPDATE returned, at most `limit`), never by scanning for the lease.
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')

@@ -36,7 +36,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
       },
     },
     async (request, reply) => {
-      const page = parsePageRequest(request.query);
+      const page = parsePageRequest(request);
       const rows = finishPage(request, reply, config.siteUrl, await getWebhookPage(db, request.auth.program, page), page);
       return rows.map(serializeWebhook);
     },

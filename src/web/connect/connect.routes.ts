@@ -96,8 +96,10 @@ function grantFor(connect: ConnectRequest, userId: string, programId: string) {
   return { integration: connect.integration.name, redirectUri: connect.redirectUri, userId, programId, codeChallenge: connect.codeChallenge };
 }
 
+/** A form field as text: a repeated field's first value, '' for anything else. */
 function textOf(value: unknown): string {
-  return typeof value === 'string' ? value : '';
+  const first = Array.isArray(value) ? value[0] : value;
+  return typeof first === 'string' ? first : '';
 }
 
 function capitalise(text: string): string {

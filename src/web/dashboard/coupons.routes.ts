@@ -155,6 +155,9 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
               </tr>`,
             )}</tbody>
           </table></div>`}
+      ${coupon.promotionalCodesCount > coupon.promotionalCodes.length
+        ? html`<p class="muted">The ${coupon.promotionalCodes.length} newest of ${coupon.promotionalCodesCount} codes.</p>`
+        : ''}
     </section>`;
 
     const body = html`

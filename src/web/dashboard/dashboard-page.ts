@@ -85,10 +85,15 @@ export function redirectDone(reply: FastifyReply, path: string, done: string): F
 
 export const PAGE_SIZE = 50;
 
-/** The page a list URL asks for: 50 rows after its `cursor` (keyset, as the API pages). */
-export function requestedPage(request: FastifyRequest): PageRequest {
+/** A dashboard list's page, with the signer of the cursor its "Next" link carries. */
+export interface ListPageRequest extends PageRequest {
+  cursorAfter(row: { created_at: string | Date; id: string | number }): string;
+}
+
+/** The page a list URL asks for: 50 rows after its `cursor` (keyset and signed, as the API pages). */
+export function requestedPage(request: FastifyRequest): ListPageRequest {
   const { cursor } = readQuery(request);
-  return parsePageRequest({ limit: PAGE_SIZE, cursor });
+  return { ...parsePageRequest(request, { limit: PAGE_SIZE, cursor }), cursorAfter: (row) => encodeCursor(request, row) };
 }
 
 export interface ListPage<R> {
@@ -105,7 +110,7 @@ export interface ListPage<R> {
  */
 export function splitPage<R extends { created_at: string | Date; id: string | number }>(
   rows: R[],
-  page: PageRequest,
+  page: ListPageRequest,
   path: string,
   filters: Record<string, string | undefined> = {},
 ): ListPage<R> {
@@ -114,7 +119,7 @@ export function splitPage<R extends { created_at: string | Date; id: string | nu
   const first = page.after === undefined ? null : params.size > 0 ? `${path}?${params}` : path;
   let next: string | null = null;
   if (rows.length > page.limit) {
-    params.set('cursor', encodeCursor(items[items.length - 1]!));
+    params.set('cursor', page.cursorAfter(items[items.length - 1]!));
     next = `${path}?${params}`;
   }
   return { items, next, first };

@@ -9,7 +9,8 @@ import { field, type FieldOptions } from '../layout.ts';
 /** Posted form fields as text; a repeated field keeps its first value. */
 export type FormValues = Record<string, string>;
 
-function textValues(source: unknown): FormValues {
+/** Fields as text: a repeated field keeps its first value; values that are not text are dropped. */
+export function firstValues(source: unknown): FormValues {
   const values: FormValues = {};
   for (const [key, value] of Object.entries((source ?? {}) as Record<string, unknown>)) {
     const first = Array.isArray(value) ? value[0] : value;
@@ -19,11 +20,11 @@ function textValues(source: unknown): FormValues {
 }
 
 export function readForm(request: FastifyRequest): FormValues {
-  return textValues(request.body);
+  return firstValues(request.body);
 }
 
 export function readQuery(request: FastifyRequest): FormValues {
-  return textValues(request.query);
+  return firstValues(request.query);
 }
 
 /** '' → undefined; a number when it parses, else the text (so schema validation names the field). */
