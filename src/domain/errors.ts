@@ -27,6 +27,7 @@ export const errorStatus = {
   affiliate_inactive: 422,
   rate_limited: 429,
   internal: 500,
+  unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof errorStatus;

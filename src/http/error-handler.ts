@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, statusTitle, type ErrorCode, type FieldError } from '../domain/errors.ts';
 import { toFieldErrors } from './validation.ts';
-import { isForeignKeyViolation } from '../db/errors.ts';
+import { isForeignKeyViolation, isPoolExhausted } from '../db/errors.ts';
 
 export interface ProblemBody {
   type: 'about:blank';
@@ -47,6 +47,12 @@ function classify(error: FastifyError | ApiError): { status: number; code: Error
   }
   if (fe.statusCode === 413) return { status: 413, code: 'payload_too_large', detail: 'The request body is too large.' };
   if (fe.statusCode === 429) return { status: 429, code: 'rate_limited', detail: 'Too many requests; retry after the time in Retry-After.' };
+  // Any other client error the framework raises stays a client error, with its own status.
+  if (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return { status: fe.statusCode, code: fe.statusCode === 404 ? 'not_found' : 'bad_request', detail: fe.message || 'The request cannot be served.' };
+  }
+  // Every pooled connection busy for the whole wait: the server is overloaded, not broken.
+  if (isPoolExhausted(error)) return { status: 503, code: 'unavailable', detail: 'The server is busy; retry after the time in Retry-After.' };
   return { status: 500, code: 'internal', detail: 'An unexpected error occurred. Quote the requestId when reporting it.' };
 }
 
@@ -54,6 +60,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, code, detail, errors, existingId } = classify(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (status === 503) reply.header('retry-after', '1');
     return sendProblem(reply, problem(request, status, code, detail, errors, existingId));
   });
   app.setNotFoundHandler((request, reply) =>
