@@ -6,7 +6,7 @@ import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyP
 import { html } from './html.ts';
 import { csrfField, field, renderPage } from './layout.ts';
 import { forgiveAttempt, throttleAttempt } from './attempt-throttle.ts';
-import { endUserSessions, ensureSession, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
+import { endUserSessions, ensureCsrfBinding, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
 
@@ -19,13 +19,14 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
   // A repeated field's first value; anything that is not text is left out.
   const form = (request: FastifyRequest): Form => readForm(request);
 
-  function authPage(reply: FastifyReply, session: WebSession, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
+  // Shown before login: the form's token is bound to the anonymous cookie, so no session row is written.
+  function authPage(request: FastifyRequest, reply: FastifyReply, kind: 'login' | 'signup', values: Form = {}, error?: string, status = 200) {
     const next = safeNextPath(values.next);
     const login = kind === 'login';
     const body = html`<div class="card narrow">
       <h1>${login ? 'Log in to Tandem' : 'Create your Tandem account'}</h1>
       <form method="post" action="/${kind}" novalidate>
-        ${csrfField(session)}
+        ${csrfField(ensureCsrfBinding(services, request, reply))}
         <input type="hidden" name="next" value="${next}">
         ${field({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'email' })}
         ${field({
@@ -45,14 +46,14 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     return reply
       .code(status)
       .type('text/html; charset=utf-8')
-      .send(renderPage({ title: login ? 'Log in' : 'Sign up', session, body, flash: error ? { kind: 'error', text: error } : undefined }));
+      .send(renderPage({ title: login ? 'Log in' : 'Sign up', session: request.session, body, flash: error ? { kind: 'error', text: error } : undefined }));
   }
 
   app.get('/', async (request, reply) => reply.redirect(request.session?.user ? '/dashboard' : '/login'));
 
   app.get('/login', async (request, reply) => {
     if (request.session?.user) return reply.redirect(safeNextPath((request.query as Form).next));
-    return authPage(reply, await ensureSession(services, request, reply), 'login', request.query as Form);
+    return authPage(request, reply, 'login', request.query as Form);
   });
 
   app.post('/login', async (request, reply) => {
@@ -61,7 +62,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     const user = values.email ? await findUserByEmail(db, values.email) : undefined;
     const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
     if (!user || !ok) {
-      return authPage(reply, request.session!, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
+      return authPage(request, reply, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
     }
     await forgiveAttempt(db, values.email!);
     await logIn(services, request, reply, { id: user.id, email: user.email });
@@ -70,7 +71,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
 
   app.get('/signup', async (request, reply) => {
     if (request.session?.user) return reply.redirect('/dashboard');
-    return authPage(reply, await ensureSession(services, request, reply), 'signup', request.query as Form);
+    return authPage(request, reply, 'signup', request.query as Form);
   });
 
   app.post('/signup', async (request, reply) => {
@@ -85,7 +86,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
       // The same message whether or not the e-mail is taken would hide typos from honest users;
       // sign-up necessarily reveals that an account exists, so say so plainly but generically.
       const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
-      return authPage(reply, request.session!, 'signup', { email: values.email, next: values.next }, message.charAt(0).toUpperCase() + message.slice(1) + '.', 422);
+      return authPage(request, reply, 'signup', { email: values.email, next: values.next }, message.charAt(0).toUpperCase() + message.slice(1) + '.', 422);
     }
   });
 
@@ -118,7 +119,7 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     return passwordPage(reply, request.session);
   });
 
-  // Logged out: to the login page (before the CSRF check, which needs a session).
+  // Logged out: to the login page (before the CSRF check, which a logged-out form would fail).
   const requireLogin = async (request: FastifyRequest, reply: FastifyReply) => {
     if (!request.session?.user) return reply.redirect('/login', 303);
   };

@@ -1,5 +1,5 @@
 import { html, type SafeHtml } from './html.ts';
-import { csrfToken, type WebSession } from './session.ts';
+import { csrfToken, type CsrfBinding, type WebSession } from './session.ts';
 
 // The one page layout: header with the program switcher and navigation, main content,
 // and the forms' building blocks. Pages pass their body as SafeHtml.
@@ -33,8 +33,8 @@ const NAV = [
   ['settings', 'Settings', '/settings'],
 ] as const;
 
-export function csrfField(session: WebSession): SafeHtml {
-  return html`<input type="hidden" name="_csrf" value="${csrfToken(session)}">`;
+export function csrfField(binding: CsrfBinding): SafeHtml {
+  return html`<input type="hidden" name="_csrf" value="${csrfToken(binding)}">`;
 }
 
 /** A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. */

@@ -9,47 +9,90 @@ import { renderPage } from './layout.ts';
 
 // Browser sessions: a random id in an HttpOnly, SameSite=Lax cookie (Secure on https sites);
 // the database holds only its SHA-256, so logout and password changes end sessions for real.
-// Every form carries a CSRF token derived from the session's secret.
+// A session row is written only at login (and at a sign-up, which logs in). Every form carries
+// a CSRF token derived from a secret: the session's, or before login the anonymous cookie's
+// (a random value and its HMAC under the instance's key, stateless), so a visitor who only
+// looks at the login page costs no database write.
 
 export const SESSION_COOKIE = 'tandem_session';
+export const ANONYMOUS_COOKIE = 'tandem_anon';
 const SESSION_DAYS = 14;
 
-export interface WebSession {
-  idHash: string;
+/** What a form's CSRF token is derived from: a session's secret, or an anonymous visitor's. */
+export interface CsrfBinding {
   csrfSecret: string;
+}
+
+export interface WebSession extends CsrfBinding {
+  idHash: string;
   user: { id: string; email: string } | null;
 }
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The key of anonymous CSRF cookies (instance key `csrf`): the same in every process. */
+    csrfKey: Buffer;
+  }
   interface FastifyRequest {
     session: WebSession | null;
+    /** Before login: the binding of a valid anonymous cookie (null with a session, or without one). */
+    anonymousCsrf: CsrfBinding | null;
   }
   interface FastifyContextConfig {
     /**
-     * Unsafe methods need the session's CSRF token, checked before the handler, unless the
-     * route says otherwise: `in-handler` (it checks the token itself, after steps that must
-     * come first, such as sending a logged-out user to log in) or `exempt` (not a browser form:
-     * the connect flow's token endpoint).
+     * Unsafe methods need the CSRF token, checked before the handler, unless the route says
+     * otherwise: `in-handler` (it checks the token itself, after steps that must come first,
+     * such as sending a logged-out user to log in) or `exempt` (not a browser form: the
+     * connect flow's token endpoint).
      */
     csrf?: 'in-handler' | 'exempt';
   }
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text).digest('base64url');
 
-export function registerSessions(scope: FastifyInstance, db: Db, clock: Clock): void {
+/** Compares two texts in constant time (for their length). */
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The anonymous cookie of `nonce` is `nonce.HMAC(key, nonce)`; its CSRF secret is another HMAC of the nonce. */
+const anonymousCookieValue = (key: Buffer, nonce: string) => `${nonce}.${hmac(key, `anonymous-cookie:${nonce}`)}`;
+const anonymousBinding = (key: Buffer, nonce: string): CsrfBinding => ({ csrfSecret: hmac(key, `anonymous-csrf:${nonce}`) });
+
+/** The binding of an anonymous cookie; null when it is absent, malformed or not signed with our key (tampered). */
+function readAnonymousCookie(key: Buffer, value: string | undefined): CsrfBinding | null {
+  if (!value || value.length > 100) return null;
+  const nonce = value.split('.')[0]!;
+  return nonce && sameText(value, anonymousCookieValue(key, nonce)) ? anonymousBinding(key, nonce) : null;
+}
+
+/**
+ * Sessions and anonymous CSRF cookies for every route of `scope`: `csrfKey` is the instance's
+ * key (`instanceKey(db, 'csrf')`), loaded once at startup.
+ */
+export function registerSessions(scope: FastifyInstance, db: Db, clock: Clock, csrfKey: Buffer): void {
+  scope.decorate('csrfKey', csrfKey);
   scope.decorateRequest('session', null);
+  scope.decorateRequest('anonymousCsrf', null);
   scope.addHook('onRequest', async (request) => {
     const id = request.cookies[SESSION_COOKIE];
-    if (!id || id.length > 100) return;
-    const row = await db
-      .selectFrom('sessions as s')
-      .leftJoin('users as u', 'u.id', 's.user_id')
-      .select(['s.id_hash', 's.csrf_secret', 's.user_id', 'u.email'])
-      .where('s.id_hash', '=', sha256(id))
-      .where('s.expires_at', '>', clock().toISOString())
-      .executeTakeFirst();
-    if (!row) return;
+    const row = id && id.length <= 100
+      ? await db
+          .selectFrom('sessions as s')
+          .leftJoin('users as u', 'u.id', 's.user_id')
+          .select(['s.id_hash', 's.csrf_secret', 's.user_id', 'u.email'])
+          .where('s.id_hash', '=', sha256(id))
+          .where('s.expires_at', '>', clock().toISOString())
+          .executeTakeFirst()
+      : undefined;
+    if (!row) {
+      request.anonymousCsrf = readAnonymousCookie(csrfKey, request.cookies[ANONYMOUS_COOKIE]);
+      return;
+    }
     request.session = {
       idHash: row.id_hash,
       csrfSecret: row.csrf_secret,
@@ -73,8 +116,8 @@ function cookieOptions(config: Config) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: config.siteUrl.startsWith('https:'), path: '/' };
 }
 
-/** Starts a new session (anonymous when user is null) and sets its cookie. */
-export async function startSession({ db, config, clock }: AppServices, reply: FastifyReply, user: WebSession['user']): Promise<WebSession> {
+/** Starts a new session of a user (the only place a session row is written) and sets its cookie. */
+async function startSession({ db, config, clock }: AppServices, reply: FastifyReply, user: NonNullable<WebSession['user']>): Promise<WebSession> {
   const id = randomBytes(32).toString('base64url');
   const session: WebSession = { idHash: sha256(id), csrfSecret: randomBytes(32).toString('base64url'), user };
   const now = clock();
@@ -82,7 +125,7 @@ export async function startSession({ db, config, clock }: AppServices, reply: Fa
     .insertInto('sessions')
     .values({
       id_hash: session.idHash,
-      user_id: user?.id ?? null,
+      user_id: user.id,
       csrf_secret: session.csrfSecret,
       created_at: now.toISOString(),
       expires_at: new Date(now.getTime() + SESSION_DAYS * 86_400_000).toISOString(),
@@ -92,16 +135,34 @@ export async function startSession({ db, config, clock }: AppServices, reply: Fa
   return session;
 }
 
-/** The request's session, or a new anonymous one (forms need a session to bind CSRF to). */
-export async function ensureSession(services: AppServices, request: FastifyRequest, reply: FastifyReply): Promise<WebSession> {
-  request.session ??= await startSession(services, reply, null);
-  return request.session;
+/** What the request's CSRF tokens are bound to: its session, else its anonymous cookie (or nothing). */
+export function csrfBindingOf(request: FastifyRequest): CsrfBinding | null {
+  return request.session ?? request.anonymousCsrf;
 }
 
-/** Logs a user in on a fresh session id (no session fixation); the old session ends. */
+/**
+ * The binding for a form shown to this visitor: the session's, or an anonymous cookie's, set
+ * now when the visitor has none (or a tampered one). Writes nothing to the database.
+ */
+export function ensureCsrfBinding({ config }: AppServices, request: FastifyRequest, reply: FastifyReply): CsrfBinding {
+  const existing = csrfBindingOf(request);
+  if (existing) return existing;
+  const key = request.server.csrfKey;
+  const nonce = randomBytes(32).toString('base64url');
+  reply.setCookie(ANONYMOUS_COOKIE, anonymousCookieValue(key, nonce), cookieOptions(config));
+  request.anonymousCsrf = anonymousBinding(key, nonce);
+  return request.anonymousCsrf;
+}
+
+/**
+ * Logs a user in on a fresh session id (no session fixation): the old session ends, and the
+ * anonymous cookie goes (its tokens are no longer accepted once there is a session).
+ */
 export async function logIn(services: AppServices, request: FastifyRequest, reply: FastifyReply, user: NonNullable<WebSession['user']>): Promise<WebSession> {
   if (request.session) await services.db.deleteFrom('sessions').where('id_hash', '=', request.session.idHash).execute();
   request.session = await startSession(services, reply, user);
+  if (request.cookies[ANONYMOUS_COOKIE] !== undefined) reply.clearCookie(ANONYMOUS_COOKIE, cookieOptions(services.config));
+  request.anonymousCsrf = null;
   return request.session;
 }
 
@@ -116,15 +177,13 @@ export async function endUserSessions(db: Db, userId: string): Promise<void> {
   await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
 }
 
-export function csrfToken(session: WebSession): string {
-  return createHmac('sha256', session.csrfSecret).update('csrf').digest('base64url');
+export function csrfToken(binding: CsrfBinding): string {
+  return hmac(binding.csrfSecret, 'csrf');
 }
 
-export function isValidCsrf(session: WebSession | null, token: unknown): boolean {
-  if (!session || typeof token !== 'string') return false;
-  const expected = Buffer.from(csrfToken(session));
-  const actual = Buffer.from(token);
-  return expected.length === actual.length && timingSafeEqual(expected, actual);
+/** The one CSRF check, for sessions and anonymous visitors alike: constant time, nothing written. */
+export function isValidCsrf(binding: CsrfBinding | null, token: unknown): boolean {
+  return binding !== null && typeof token === 'string' && sameText(token, csrfToken(binding));
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -152,7 +211,7 @@ export function requireCsrfOnUnsafeMethods(scope: FastifyInstance): void {
     if (SAFE_METHODS.has(request.method) || request.routeOptions.config.csrf !== undefined) return;
     const body = request.body as Record<string, unknown> | undefined;
     const token = body && typeof body === 'object' ? body._csrf : undefined;
-    if (!isValidCsrf(request.session, Array.isArray(token) ? token[0] : token)) return rejectForgery(request, reply);
+    if (!isValidCsrf(csrfBindingOf(request), Array.isArray(token) ? token[0] : token)) return rejectForgery(request, reply);
   });
 }
 

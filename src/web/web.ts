@@ -5,6 +5,7 @@ import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import staticFiles from '@fastify/static';
 import type { AppServices } from '../app-services.ts';
+import { instanceKey } from '../db/instance-keys.ts';
 import { ApiError } from '../domain/errors.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
@@ -33,7 +34,8 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   await app.register(formbody, { bodyLimit: 64 * 1024 });
   await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
   refuseControlCharacters(app);
-  registerSessions(app, services.db, services.clock);
+  // Anonymous CSRF cookies are signed with a key every process shares, read once here.
+  registerSessions(app, services.db, services.clock, await instanceKey(services.db, 'csrf'));
   requireCsrfOnUnsafeMethods(app);
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {

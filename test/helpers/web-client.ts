@@ -43,7 +43,7 @@ export class WebClient {
     return this.request('POST', path, form);
   }
 
-  /** Loads the login page (which starts a session) and logs in; returns the redirect. */
+  /** Loads the login page (which sets the anonymous CSRF cookie) and logs in; returns the redirect. */
   async logIn(email: string, password: string, next?: string): Promise<WebResponse> {
     const page = await this.get(next ? `/login?next=${encodeURIComponent(next)}` : '/login');
     const response = await this.post('/login', { _csrf: csrfOf(page.text), email, password, next: next ?? '' });

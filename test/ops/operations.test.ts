@@ -261,13 +261,14 @@ describe('operations', () => {
 });
 
 describe('a site served over https', () => {
-  it('sends Strict-Transport-Security and marks the session cookie Secure', async () => {
+  it('sends Strict-Transport-Security and marks the login page cookie Secure', async () => {
     const t = await startTestServer({ siteUrl: 'https://affiliates.example.com', worker: false });
     try {
       const health = await fetch(`${t.url}/healthz`);
       assert.match(health.headers.get('strict-transport-security') ?? '', /^max-age=31536000; includeSubDomains/);
       const login = await fetch(`${t.url}/login`);
-      const cookie = login.headers.getSetCookie().find((c) => c.startsWith('tandem_session=')) ?? '';
+      // The anonymous CSRF cookie (the session cookie after login: test/web/anonymous-csrf.test.ts).
+      const cookie = login.headers.getSetCookie().find((c) => c.startsWith('tandem_anon=')) ?? '';
       assert.match(cookie, /; Secure/i);
       assert.match(cookie, /; HttpOnly/i);
       assert.match(cookie, /; SameSite=Lax/i);

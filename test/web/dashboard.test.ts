@@ -116,7 +116,8 @@ describe('dashboard: access', () => {
 
   it('sends security headers on every page, allows no inline script, and keeps the cookie from scripts and other sites', async () => {
     const anonymous = new WebClient(test.url);
-    const cookie = (await fetch(`${test.url}/login`)).headers.getSetCookie().find((c) => c.startsWith('tandem_session=')) ?? '';
+    // The login page's anonymous CSRF cookie; the session cookie's attributes are in anonymous-csrf.test.ts.
+    const cookie = (await fetch(`${test.url}/login`)).headers.getSetCookie().find((c) => c.startsWith('tandem_anon=')) ?? '';
     assert.match(cookie, /; HttpOnly/i);
     assert.match(cookie, /; SameSite=Lax/i);
     assert.doesNotMatch(cookie, /; Secure/i, 'an http site cannot use a Secure cookie (the https case is in test/ops)');
