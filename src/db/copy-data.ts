@@ -53,6 +53,46 @@ async function assertEveryTableListed(db: Kysely<Database>): Promise<void> {
 
 export class CopyError extends Error {}
 
+/** `id=…` or `(program_id, key)=(…, …)`: which row, in the words of the table's key. */
+function describeKey(key: string[], row: Record<string, unknown>): string {
+  const values = key.map((k) => JSON.stringify(row[k] instanceof Date ? (row[k] as Date).toISOString() : row[k]));
+  return key.length === 1 ? `${key[0]}=${values[0]}` : `(${key.join(', ')})=(${values.join(', ')})`;
+}
+
+/** The database's reason, on one line and short enough for a terminal. */
+function reasonOf(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+/**
+ * Inserts one batch. When the target refuses it, the batch is undone (a savepoint: on
+ * PostgreSQL a failed statement would otherwise abort the whole copy's transaction) and its
+ * rows are inserted one at a time, so the error can name the table and the key of the row the
+ * target refuses — the operator can then find and fix that row in the source.
+ */
+async function insertBatch(tx: Kysely<Database>, name: keyof Database, key: string[], rows: Record<string, unknown>[]): Promise<void> {
+  await sql`savepoint copy_batch`.execute(tx);
+  try {
+    await tx.insertInto(name).values(rows as never).execute();
+    await sql`release savepoint copy_batch`.execute(tx);
+    return;
+  } catch {
+    await sql`rollback to savepoint copy_batch`.execute(tx);
+  }
+  for (const row of rows) {
+    await sql`savepoint copy_row`.execute(tx);
+    try {
+      await tx.insertInto(name).values(row as never).execute();
+      await sql`release savepoint copy_row`.execute(tx);
+    } catch (error) {
+      throw new CopyError(`cannot copy table ${name}, row ${describeKey(key, row)}: ${reasonOf(error)} (nothing was copied; fix that row in the source and run again)`);
+    }
+  }
+  await sql`release savepoint copy_batch`.execute(tx);
+}
+
 export interface CopyReport {
   tables: Record<string, number>;
 }
@@ -82,7 +122,7 @@ export async function copyData(from: DatabaseHandle, to: DatabaseHandle, onProgr
         }
         const rows = (await q.orderBy(sql.join(key.map((k) => sql.ref(k)))).limit(BATCH).execute()) as Record<string, unknown>[];
         if (rows.length === 0) break;
-        await tx.insertInto(name).values(rows as never).execute();
+        await insertBatch(tx, name, key, rows);
         copied += rows.length;
         onProgress?.(name, copied);
         const last = rows[rows.length - 1]!;

@@ -13,31 +13,42 @@ export const MAX_BODY_DEPTH = 32;
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
+/**
+ * Half of a UTF-16 surrogate pair without its other half (JSON can write one: "\ud800"). It is
+ * no character, has no UTF-8 form, and each database stored something else in its place
+ * (SQLite three U+FFFD, PostgreSQL one) while the 201 echoed it: found by the fuzzer.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /** JSON Pointer escaping of a key (RFC 6901). */
 function pointerPart(key: string | number): string {
   return String(key).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-function refuseControl(pointer: string): ApiError {
-  return new ApiError('validation_failed', 'The request is invalid.', [{ pointer, detail: 'must not contain control characters (NUL and other C0 codes)' }]);
+function refuseText(pointer: string, text: string): ApiError | null {
+  if (CONTROL.test(text)) return new ApiError('validation_failed', 'The request is invalid.', [{ pointer, detail: 'must not contain control characters (NUL and other C0 codes)' }]);
+  if (LONE_SURROGATE.test(text)) return new ApiError('validation_failed', 'The request is invalid.', [{ pointer, detail: 'must be valid Unicode (no lone surrogate such as \\ud800)' }]);
+  return null;
 }
 
 /**
  * Walks a parsed body or query without recursion (so no depth can overflow the stack) and
- * throws the first problem: nesting deeper than MAX_BODY_DEPTH, or a control character in a
- * string or a key.
+ * throws the first problem: nesting deeper than MAX_BODY_DEPTH, or a control character or a
+ * lone surrogate in a string or a key.
  */
 export function assertCleanInput(value: unknown, root = '#'): void {
   const stack: [unknown, string, number][] = [[value, root, 0]];
   while (stack.length > 0) {
     const [current, pointer, depth] = stack.pop()!;
     if (typeof current === 'string') {
-      if (CONTROL.test(current)) throw refuseControl(pointer);
+      const refused = refuseText(pointer, current);
+      if (refused) throw refused;
     } else if (current !== null && typeof current === 'object') {
       if (depth >= MAX_BODY_DEPTH) throw new ApiError('bad_request', `The request body is nested deeper than ${MAX_BODY_DEPTH} levels.`);
       for (const [key, child] of Object.entries(current)) {
         const at = `${pointer}/${pointerPart(key)}`;
-        if (CONTROL.test(key)) throw refuseControl(at);
+        const refused = refuseText(at, key);
+        if (refused) throw refused;
         stack.push([child, at, depth + 1]);
       }
     }

@@ -9,6 +9,7 @@ import { newAffiliate, newReferral, unique, uniqueEmail } from '../helpers/fixtu
 import { csrfOf, WebClient } from '../helpers/web-client.ts';
 import { isStrictDateTime } from '../../src/http/validation.ts';
 import { MAX_BODY_DEPTH } from '../../src/http/input-guard.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
 
 let t: TestServer;
 let api: ApiClient;
@@ -42,6 +43,23 @@ describe('control characters', () => {
       assertProblem(await api.post('/affiliates', body), 422, 'validation_failed', pointer);
     }
     assert.deepEqual(await footprint(api.programId), before);
+  });
+
+  // Found by the fuzzer: "\ud800" was answered back by the 201 but stored as three U+FFFD by
+  // SQLite and one by PostgreSQL.
+  it('refuses a lone surrogate in a body string or key, and writes nothing', async () => {
+    const before = await footprint(api.programId);
+    for (const [body, pointer] of [
+      ['{"firstName":"Ada","lastName":"L\\ud800","email":"lone1@example.com"}', '#/lastName'],
+      ['{"firstName":"\\udc00Ada","lastName":"L","email":"lone2@example.com"}', '#/firstName'],
+      ['{"firstName":"Ada","lastName":"L","email":"lone3@example.com","k\\ud83d":1}', '#/k\ud83d'],
+    ] as const) {
+      assertProblem(await api.request('POST', '/affiliates', body), 422, 'validation_failed', pointer);
+    }
+    assert.deepEqual(await footprint(api.programId), before);
+    const paired = await api.request('POST', '/affiliates', `{"firstName":"Ada \\ud83d\\ude00","lastName":"L","email":"${uniqueEmail()}"}`);
+    assert.equal(paired.status, 201, 'a whole pair (an emoji) is fine');
+    assert.equal(paired.body.firstName, 'Ada 😀');
   });
 
   it('refuses them in query strings too (no 5xx on PostgreSQL)', async () => {
@@ -126,5 +144,29 @@ describe('web forms', () => {
     assert.ok(nul.status >= 400 && nul.status < 500, `NUL: ${nul.status}`);
     const users = await rawDb(t).selectFrom('users').select('email').execute();
     assert.ok(!users.some((u) => u.email.includes('\u0000')));
+  });
+
+  // Found by the fuzzer: only form-encoded bodies were checked, and a JSON body reaches the same
+  // routes, so a logged-in user could store a NUL (SQLite) or get a 500 (PostgreSQL).
+  it('hold a JSON body to the same rule as a form-encoded one', async () => {
+    const email = uniqueEmail('owner');
+    await createUser(rawDb(t), { email, password: 'a long password' });
+    const page = await fetch(`${t.url}/login`);
+    const anonymous = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const loggedIn = await fetch(`${t.url}/login`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: anonymous, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ _csrf: csrfOf(await page.text()), email, password: 'a long password' }).toString(),
+    });
+    assert.equal(loggedIn.status, 303, 'logged in');
+    const cookie = [anonymous, ...loggedIn.headers.getSetCookie().map((c) => c.split(';')[0])].join('; ');
+    const csrf = csrfOf(await (await fetch(`${t.url}/dashboard`, { headers: { cookie } })).text());
+    const before = await rawDb(t).selectFrom('programs').select('id').execute();
+    for (const name of ['Evil\u0000Name', 'Evil\u0011', 'Lone \ud800']) {
+      const res = await fetch(`${t.url}/dashboard/programs`, { method: 'POST', redirect: 'manual', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ _csrf: csrf, name, domain: 'evil.example.com', currency: 'USD' }) });
+      assert.equal(res.status, 422, `${JSON.stringify(name)}: ${res.status}`);
+    }
+    assert.deepEqual(await rawDb(t).selectFrom('programs').select('id').execute(), before, 'no program was created');
   });
 });

@@ -118,6 +118,51 @@ describe('tandem migrate-data: SQLite → PostgreSQL', { skip: testDialect !== '
   });
 });
 
+describe('tandem migrate-data: a row PostgreSQL refuses', { skip: testDialect !== 'postgres' && 'runs in the PostgreSQL leg (needs both databases)' }, () => {
+  it('names the table and the row\'s key, and leaves the target empty', async () => {
+    const { openDatabase } = await import('../../src/db/database.ts');
+    const { sql } = await import('kysely');
+    const source = await createTestDatabase('sqlite');
+    const target = await createTestDatabase('postgres');
+    try {
+      const server = await serve(source.url);
+      const db = server.database.db;
+      const user = await createUser(db, { email: 'owner@example.com', password: 'a long password' });
+      const program = await createProgram(db, { ownerUserId: user.id, name: 'Refused', domain: 'refused.example.com' });
+      const { token } = await issueToken(db, { programId: program.id, name: 'k', kind: 'api_key' });
+      const api = apiClient(server.url, token, program.id);
+      const affiliate = await api.post('/affiliates', { firstName: 'Ada', lastName: 'L', email: 'ada@example.com' });
+      assert.equal(affiliate.status, 201);
+      await server.close();
+      // A NUL in text: SQLite stores it, PostgreSQL refuses it. The API never writes one (it
+      // refuses control characters), so this row is written behind its back, as an old
+      // version or a hand edit might have.
+      const handle = openDatabase({ databaseUrl: source.url });
+      await sql`update affiliates set first_name = ${'Ada\u0000'} where id = ${affiliate.body.id}`.execute(handle.db);
+      await handle.close();
+      await assert.rejects(
+        run('./bin/tandem', ['migrate-data', '--from', source.url, '--to', target.url], { env: { ...process.env, LOG_LEVEL: 'silent' } }),
+        (error: { code: number; stderr: string }) => {
+          assert.equal(error.code, 1);
+          assert.match(error.stderr, new RegExp(`cannot copy table affiliates, row id="${affiliate.body.id}": .*0x00`));
+          assert.equal(error.stderr.trim().split('\n').length, 1);
+          return true;
+        },
+      );
+      const copied = openDatabase({ databaseUrl: target.url });
+      try {
+        const { rows } = await sql<{ n: string }>`select count(*) as n from users`.execute(copied.db);
+        assert.equal(Number(rows[0]!.n), 0, 'the copy is one transaction: nothing stays behind');
+      } finally {
+        await copied.close();
+      }
+    } finally {
+      await source.drop();
+      await target.drop();
+    }
+  });
+});
+
 // Runs once, in the SQLite leg: a SQLite → SQLite copy is enough to exercise the guard.
 describe('tandem migrate-data knows every table', { skip: testDialect !== 'sqlite' && 'runs in the SQLite leg' }, () => {
   it('refuses to copy a database with a table its list does not name, naming the table', async () => {

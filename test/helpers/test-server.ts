@@ -5,7 +5,7 @@ import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram, findUserProgram, getProgram, toProgramContext, updateProgram, type ProgramContext } from '../../src/modules/programs/program.service.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createTestDatabase, type TestDatabase } from './test-database.ts';
+import { createTestDatabase, testDialect, type TestDatabase, type TestDialect } from './test-database.ts';
 
 // Every test file gets a real server on a real port over a fresh database of the dialect
 // under test (a SQLite file, or a PostgreSQL database created for it and dropped after).
@@ -38,9 +38,12 @@ export interface TestServer {
 
 let tenantCount = 0;
 
-/** `options.clock` lets a test move time (expiring codes) without waiting. */
-export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase();
+/**
+ * `options.clock` lets a test move time (expiring codes) without waiting; `dialect` picks a
+ * database other than the leg's (the fuzzer's SQLite run inside the PostgreSQL leg).
+ */
+export async function startTestServer(overrides: Partial<Config> = {}, options: AppOptions = {}, dialect: TestDialect = testDialect): Promise<TestServer> {
+  const database = await createTestDatabase(dialect);
   const config = loadConfig(
     {},
     { port: 0, host: '127.0.0.1', databaseUrl: database.url, logLevel: 'silent', siteUrl: 'http://tandem.test', ...overrides },
