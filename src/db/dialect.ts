@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type RawBuilder } from 'kysely';
+import { PostgresAdapter, sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -15,4 +15,15 @@ export function dialectOf(db: AnyDb): Dialect {
  */
 export function timestampValue(db: AnyDb, iso: string): RawBuilder<unknown> {
   return dialectOf(db) === 'postgres' ? sql`cast(${iso} as timestamptz)` : sql`${iso}`;
+}
+
+/**
+ * The query with its rows locked until the transaction ends (`FOR UPDATE`, `OF` the table named
+ * when the query joins others) on PostgreSQL; SQLite runs one writer at a time, so there the
+ * query is unchanged.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any row shape
+export function lockedOnPostgres<Q extends SelectQueryBuilder<any, any, any>>(db: AnyDb, query: Q, of?: string): Q {
+  if (dialectOf(db) !== 'postgres') return query;
+  return (of === undefined ? query.forUpdate() : query.forUpdate(of as never)) as Q;
 }

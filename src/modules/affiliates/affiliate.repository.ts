@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { dialectOf } from '../../db/dialect.ts';
+import { lockedOnPostgres } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
@@ -85,7 +85,7 @@ export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
  */
 export function findAffiliateForDelete(tx: Tx, programId: string, id: string) {
   const q = selectAffiliates(tx, programId).where('a.id', '=', id);
-  return (dialectOf(tx) === 'postgres' ? q.forUpdate('a') : q).executeTakeFirst();
+  return lockedOnPostgres(tx, q, 'a').executeTakeFirst();
 }
 
 /** How many referrals, sales and promotional codes name the affiliate (one statement). */

@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/delete-target.ts';
+import { deleteTarget } from '../../http/request-target.ts';
 import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget } from './affiliate.schema.ts';
 import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliateFromApi } from './affiliate.service.ts';
 

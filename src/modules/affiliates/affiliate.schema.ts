@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Email, ExternalId, LinkString, ListQuery, Nullable, Percent, ShortText, Status, Uuid } from '../../http/schemas.ts';
-import { deleteTargetSchema } from '../../http/delete-target.ts';
+import { deleteTargetSchema } from '../../http/request-target.ts';
 
 export const AffiliateSchema = Type.Object(
   {

@@ -1,4 +1,5 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { eitherId } from '../../http/request-target.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
@@ -177,10 +178,8 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
 
 /** PUT /affiliates as the SDKs send it: the id in the body, `affiliateStatus` for `status`. */
 export function updateAffiliateFromApi(db: Db, program: ProgramContext, body: ApiUpdateAffiliateBody): Promise<Affiliate> {
-  const { id, affiliateId, affiliateStatus, ...changes } = body;
-  if (id !== undefined && affiliateId !== undefined && id !== affiliateId) throw invalidField('#/affiliateId', 'and id name different affiliates');
-  const target = id ?? affiliateId;
-  if (target === undefined) throw invalidField('#/id', 'id or affiliateId is required');
+  const target = eitherId<string>(body, 'id', 'affiliateId');
+  const { id: _id, affiliateId: _affiliateId, affiliateStatus, ...changes } = body;
   if (affiliateStatus !== undefined && changes.status !== undefined && affiliateStatus.toLowerCase() !== changes.status.toLowerCase()) {
     throw invalidField('#/affiliateStatus', 'and status differ');
   }
@@ -194,9 +193,7 @@ export function updateAffiliateFromApi(db: Db, program: ProgramContext, body: Ap
  * their codes stay on their coupons, unassigned.
  */
 export async function deleteAffiliate(db: Db, program: ProgramContext, target: { id?: string; affiliateId?: string; force?: boolean }): Promise<Affiliate> {
-  if (target.id !== undefined && target.affiliateId !== undefined && target.id !== target.affiliateId) throw invalidField('#/affiliateId', 'and id name different affiliates');
-  const id = target.id ?? target.affiliateId;
-  if (id === undefined) throw invalidField('#/id', 'id or affiliateId is required');
+  const id = eitherId<string>(target, 'id', 'affiliateId');
   return inTransaction(db, async (tx) => {
     const row = await findAffiliateForDelete(tx, program.id, id);
     if (!row) throw notFound('Affiliate');

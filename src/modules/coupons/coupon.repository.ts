@@ -2,7 +2,7 @@ import type { Updateable } from 'kysely';
 import type { CouponsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { dialectOf } from '../../db/dialect.ts';
+import { lockedOnPostgres } from '../../db/dialect.ts';
 import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
 
 export interface CouponFilter {
@@ -53,5 +53,5 @@ export function lockCodesOfCoupon(tx: Tx, programId: string, couponId: string) {
     .where('program_id', '=', programId)
     .where('coupon_id', '=', couponId)
     .orderBy('id');
-  return (dialectOf(tx) === 'postgres' ? q.forUpdate() : q).execute();
+  return lockedOnPostgres(tx, q).execute();
 }

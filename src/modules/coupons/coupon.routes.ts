@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/delete-target.ts';
+import { deleteTarget } from '../../http/request-target.ts';
 import { CouponSchema } from '../promotional-codes/promotional-code.schema.ts';
 import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
 import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';

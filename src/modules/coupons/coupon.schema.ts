@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, ListQuery, Money, Nullable, ShortText, Uuid } from '../../http/schemas.ts';
-import { deleteTargetSchema } from '../../http/delete-target.ts';
+import { deleteTargetSchema } from '../../http/request-target.ts';
 
 /** Redemption limits are stored as 64-bit integers and read as JS numbers: keep them exact. */
 export const MAX_REDEMPTIONS = Number.MAX_SAFE_INTEGER;

@@ -1,4 +1,5 @@
 import { recordEvent } from '../events/outbox.ts';
+import { eitherId } from '../../http/request-target.ts';
 import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -83,12 +84,7 @@ export async function getCouponPage(db: Db, program: ProgramContext, filter: Cou
 
 /** The coupon a PUT or DELETE names: `id`, or `couponId` as PUT /promotional-codes calls it. */
 function targetCouponId(target: { id?: string; couponId?: string }): string {
-  if (target.id !== undefined && target.couponId !== undefined && target.id !== target.couponId) {
-    throw invalidField('#/couponId', 'names another coupon than id; send one of them');
-  }
-  const id = target.id ?? target.couponId;
-  if (id === undefined) throw invalidField('#/id', 'id or couponId is required');
-  return id;
+  return eitherId<string>(target, 'id', 'couponId');
 }
 
 const DISCOUNT_TERMS = ['couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths'] as const;

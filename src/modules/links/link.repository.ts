@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import type { AffiliateLinksTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { dialectOf } from '../../db/dialect.ts';
+import { lockedOnPostgres } from '../../db/dialect.ts';
 import { newId } from '../../domain/ids.ts';
 
 export type LinkRow = Selectable<AffiliateLinksTable>;
@@ -60,7 +60,7 @@ export function findLink(db: Db | Tx, programId: string, filter: LinkFilter) {
  */
 export function findLinkForDelete(tx: Tx, programId: string, filter: LinkFilter) {
   const q = selectLinks(tx, programId, filter);
-  return (dialectOf(tx) === 'postgres' ? q.forUpdate('l') : q).executeTakeFirst();
+  return lockedOnPostgres(tx, q, 'l').executeTakeFirst();
 }
 
 export function listLinks(db: Db, programId: string, filter: LinkFilter, page: PageRequest) {

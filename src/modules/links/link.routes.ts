@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/delete-target.ts';
+import { deleteTarget } from '../../http/request-target.ts';
 import { AffiliateLinkSchema, CreateLinkBody, DeleteLinkTarget, LinksQuery, UpdateLinkBody } from './link.schema.ts';
 import { createLink, deleteLink, findOneLink, getLinkPage, serializeLink, updateLink } from './link.service.ts';
 

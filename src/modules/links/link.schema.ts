@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Email, LinkString, ListQuery, Uuid } from '../../http/schemas.ts';
-import { deleteTargetSchema } from '../../http/delete-target.ts';
+import { deleteTargetSchema } from '../../http/request-target.ts';
 
 export const AffiliateLinkSchema = Type.Object(
   {

@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { eitherId } from '../../http/request-target.ts';
 import { toMinorUnits } from '../../domain/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -229,10 +230,7 @@ export async function updatePromotionalCode(db: Db, program: ProgramContext, bod
  * and sales that used it stay, without a code (FK SET NULL). Answers the code as it was.
  */
 export async function deletePromotionalCode(db: Db, program: ProgramContext, target: DeletePromotionalCodeTarget): Promise<PromotionalCode> {
-  if (target.id !== undefined && target.promotionalCodeId !== undefined && target.id !== target.promotionalCodeId) {
-    throw invalidField('#/promotionalCodeId', 'names another code than id; send one of them');
-  }
-  const id = target.id ?? target.promotionalCodeId;
+  const id = eitherId<string>(target, 'id', 'promotionalCodeId', { optional: true });
   if (id === undefined && target.code === undefined) throw invalidField('#/id', 'id, promotionalCodeId or code is required');
   return inTransaction(db, async (tx) => {
     const found = await findCodeWithRelations(tx, program.id, { id, code: target.code });

@@ -2,7 +2,7 @@ import type { Selectable, Updateable } from 'kysely';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { dialectOf } from '../../db/dialect.ts';
+import { lockedOnPostgres } from '../../db/dialect.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
 import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 
@@ -90,13 +90,12 @@ export async function insertReferralUnlessEmailTaken(tx: Tx, row: ReferralRow): 
  */
 export function findReferralForDelete(tx: Tx, programId: string, id: string) {
   const q = selectReferrals(tx, programId, { id });
-  return (dialectOf(tx) === 'postgres' ? q.forUpdate('r') : q).executeTakeFirst();
+  return lockedOnPostgres(tx, q, 'r').executeTakeFirst();
 }
 
 /** Locks an affiliate's referrals (PostgreSQL), for the same reason, before the affiliate is deleted. */
 export async function lockReferralsOfAffiliate(tx: Tx, affiliateId: string): Promise<void> {
-  if (dialectOf(tx) !== 'postgres') return;
-  await tx.selectFrom('referrals').select('id').where('affiliate_id', '=', affiliateId).forUpdate().execute();
+  await lockedOnPostgres(tx, tx.selectFrom('referrals').select('id').where('affiliate_id', '=', affiliateId)).execute();
 }
 
 export async function updateReferralRow(tx: Tx, id: string, changes: Updateable<ReferralsTable>): Promise<void> {

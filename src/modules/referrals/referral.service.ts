@@ -1,8 +1,9 @@
 import { newId, isUuid } from '../../domain/ids.ts';
+import { eitherId } from '../../http/request-target.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, duplicate, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
@@ -211,20 +212,13 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
   return filter ? listReferrals(db, program.id, filter, page) : [];
 }
 
-function referralIdOf(body: { referralId?: string; id?: string }): string {
-  if (body.referralId !== undefined && body.id !== undefined && body.referralId !== body.id) throw invalidField('#/referralId', 'and id name different referrals');
-  const id = body.referralId ?? body.id;
-  if (id === undefined) throw invalidField('#/referralId', 'is required');
-  return id;
-}
-
 /**
  * PUT /referrals: the referred user's name, e-mail, external id, plan or status. Who is
  * credited does not change (delete and record again for that); sales keep the name and e-mail
  * they were recorded with.
  */
 export async function updateReferral(db: Db, program: ProgramContext, body: UpdateReferralBody): Promise<Referral> {
-  const id = referralIdOf(body);
+  const id = eitherId<string>(body, 'referralId', 'id');
   const externalId = body.referredUserExternalId;
   const work = async (tx: Tx) => {
     const current = await findReferral(tx, program.id, { id });
@@ -271,7 +265,7 @@ export async function updateReferral(db: Db, program: ProgramContext, body: Upda
  * of whoever it credited. A code it redeemed stays redeemed.
  */
 export async function deleteReferral(db: Db, program: ProgramContext, target: { id?: string; referralId?: string; force?: boolean }): Promise<Referral> {
-  const id = referralIdOf(target);
+  const id = eitherId<string>(target, 'referralId', 'id');
   return inTransaction(db, async (tx) => {
     const row = await findReferralForDelete(tx, program.id, id);
     if (!row) throw notFound('Referral');

@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/delete-target.ts';
+import { deleteTarget } from '../../http/request-target.ts';
 import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody } from './sale.schema.ts';
 import { createSale, getSale, getSalePage, refundSale, serializeSale, updateSale, voidSale } from './sale.service.ts';
 

@@ -1,4 +1,5 @@
 import { commissionFor, commissionTakenBack, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { eitherId } from '../../http/request-target.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
@@ -187,13 +188,6 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
   return filter ? listSales(db, program.id, filter, page) : [];
 }
 
-function saleIdOf(body: { saleId?: number; id?: number }): number {
-  if (body.saleId !== undefined && body.id !== undefined && body.saleId !== body.id) throw invalidField('#/saleId', 'and id name different sales');
-  const id = body.saleId ?? body.id;
-  if (id === undefined) throw invalidField('#/saleId', 'is required');
-  return id;
-}
-
 async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number } | { invoiceKey: string }): Promise<SaleRow> {
   const row = await lockSale(tx, program.id, filter);
   if (!row) throw notFound('Sale');
@@ -206,7 +200,7 @@ async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number 
  * exact difference.
  */
 export async function updateSale(db: Db, program: ProgramContext, body: UpdateSaleBody): Promise<Sale> {
-  const id = saleIdOf(body);
+  const id = eitherId<number>(body, 'saleId', 'id');
   const totalEarned = body.totalEarned === undefined ? undefined : toMinorUnits(body.totalEarned, program.currency, '#/totalEarned');
   const rate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
   return inTransaction(db, async (tx) => {
@@ -246,7 +240,7 @@ export async function updateSale(db: Db, program: ProgramContext, body: UpdateSa
  * it redeemed stays redeemed (the customer had the discount). Answers the sale as it was.
  */
 export async function voidSale(db: Db, program: ProgramContext, target: { id?: number; saleId?: number }): Promise<Sale> {
-  const id = saleIdOf(target);
+  const id = eitherId<number>(target, 'saleId', 'id');
   return inTransaction(db, async (tx) => {
     const row = await lockedSale(tx, program, { id });
     await deleteSaleRow(tx, id);

@@ -44,7 +44,7 @@ export function originBelongsTo(origin: string, domain: string): boolean {
 // Crawlers, link previewers, uptime checkers and scripted clients: their visits are not clicks.
 const BOT = /bot\b|bot\/|crawl|spider|slurp|mediapartners|facebookexternalhit|embedly|preview|whatsapp|pingdom|uptime|lighthouse|curl\/|wget\/|python-requests|httpclient|go-http-client|java\/|okhttp|axios\/|node-fetch|^$/i;
 
-export function isBot(userAgent: string | undefined): boolean {
+function isBot(userAgent: string | undefined): boolean {
   return BOT.test(userAgent?.trim() ?? '');
 }
 
@@ -64,8 +64,8 @@ export interface ClickInput {
 }
 
 /**
- * Records a click reported by the tracking script. A URL without the program's referral
- * parameter, or naming no link of the program, answers `referral: null` and writes nothing;
+ * Records a click reported by the tracking script. A bot, a URL without the program's referral
+ * parameter, or one naming no link of the program, answers `referral: null` and writes nothing;
  * a link of an inactive affiliate is a 422 affiliate_inactive (no click credit).
  */
 export async function recordClick(db: Db, clock: Clock, input: ClickInput): Promise<ClickAnswer> {
@@ -77,6 +77,7 @@ export async function recordClick(db: Db, clock: Clock, input: ClickInput): Prom
     attribution: program.attribution,
     domain: program.domain,
   });
+  if (isBot(input.userAgent)) return answer(null, false);
   const value = new URL(input.url).searchParams.get(program.referral_param)?.trim();
   if (!value || !/^[A-Za-z0-9-]{1,64}$/.test(value)) return answer(null, false);
   return inTransaction(db, async (tx) => {

@@ -3,12 +3,12 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
-import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, invalidField } from '../../domain/errors.ts';
 import { errorResponses, Uuid } from '../../http/schemas.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
 import { getProgram, type ProgramRow } from '../programs/program.service.ts';
-import { isBot, originBelongsTo, originRefused, recordClick } from './click.service.ts';
+import { originBelongsTo, originRefused, recordClick } from './click.service.ts';
 
 // The public side of click tracking: the script merchants add to their site, and the endpoint
 // it reports clicks to. No token: the program's domain decides which pages may report.
@@ -39,11 +39,7 @@ function allowOrigin(reply: FastifyReply, origin: string): void {
 async function programOf(request: FastifyRequest, db: AppServices['db']): Promise<ProgramRow> {
   const { programId } = request.query as { programId?: string };
   if (programId === undefined || !isUuid(programId)) throw invalidField('#/programId', 'must be the program id (data-program-id)');
-  try {
-    return await getProgram(db, programId.toLowerCase());
-  } catch {
-    throw notFound('Program');
-  }
+  return getProgram(db, programId.toLowerCase());
 }
 
 export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, clock }) => {
@@ -114,9 +110,7 @@ export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
         throw invalidField('#/url', 'must be an absolute URL');
       }
       if (!originBelongsTo(landing.origin, program.domain)) throw invalidField('#/url', `must be a page of ${program.domain}`);
-      const userAgent = request.headers['user-agent'] ?? '';
-      if (isBot(userAgent)) return { referral: null, counted: false, cookieDays: Number(program.cookie_days), attribution: program.attribution, domain: program.domain };
-      return recordClick(db, clock, { program, url: landing.toString(), visitorId: request.body.visitorId, address: request.ip, userAgent });
+      return recordClick(db, clock, { program, url: landing.toString(), visitorId: request.body.visitorId, address: request.ip, userAgent: request.headers['user-agent'] ?? '' });
     },
   );
 };
