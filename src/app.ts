@@ -8,7 +8,7 @@ import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
 import { requireBearerToken } from './http/auth.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
-import { registerErrorHandler } from './http/error-handler.ts';
+import { answerFrameworkError, registerErrorHandler } from './http/error-handler.ts';
 import { answerClientError, newRequestId } from './http/client-errors.ts';
 import { ApiError } from './domain/errors.ts';
 import { ProblemSchema } from './http/schemas.ts';
@@ -28,6 +28,7 @@ import { programRoutes } from './modules/programs/program.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
 import { webRoutes } from './web/web.ts';
+import { forgetCachedTokens, TOKEN_CHANGE_CHANNEL } from './modules/tokens/token-cache.ts';
 
 /**
  * Fastify's own hop count trusts nothing (it cannot check the peer), so a count is a function
@@ -73,8 +74,15 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
       connectionsCheckingInterval: connectionsCheckingInterval(config),
     },
     clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
+  // Token revocations and program changes made by other processes (the CLI, other servers)
+  // reach this process's token cache at once (modules/tokens/token-cache.ts).
+  const tokenChanges = config.tokenCacheMs > 0 ? database.watchChanges(TOKEN_CHANGE_CHANNEL, forgetCachedTokens) : null;
+  app.addHook('onClose', async () => {
+    await tokenChanges?.close();
+  });
   app.decorate('cursorKey', await instanceKey(database.db, 'cursor'));
 
   // 1. Framework: validation, errors, security headers, shared schemas, docs.
@@ -96,7 +104,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 3. The JSON API: bearer token, the per-program rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
-      requireBearerToken(api, services.db, config.tokenCacheMs, services.clock);
+      requireBearerToken(api, services.db, { cacheMs: config.tokenCacheMs, trustCache: () => tokenChanges?.trustCache() ?? false }, services.clock);
       // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
       // not a string that fails validation.
       api.removeContentTypeParser('text/plain');

@@ -28,8 +28,20 @@ export interface Config {
   readonly webhookTimeoutMs: number;
   /** An endpoint whose every attempt failed for this long is disabled. */
   readonly webhookDisableAfterMs: number;
+  /** A webhook host name not resolved within this many ms fails (subscribe: 422; delivery: a failed attempt). */
+  readonly webhookDnsTimeoutMs: number;
+  /** DNS servers for webhook host names ("ip" or "ip:port"); empty: the system's (/etc/resolv.conf). */
+  readonly webhookDnsServers: readonly string[];
+  /** Webhook host-name lookups one program may have running at once; more wait in its own queue. */
+  readonly webhookDnsLookupsPerProgram: number;
+  /** Pending deliveries a program may have before its new events wait for fan-out. */
+  readonly webhookMaxPendingPerProgram: number;
   /** Events (and their deliveries) older than this many days are purged by the worker. */
   readonly eventRetentionDays: number;
+  /** Clicks a program may have counted per minute, over every process; 0: no ceiling. */
+  readonly clickProgramLimitPerMinute: number;
+  /** Raw click rows older than this many UTC days are purged by the worker (the daily counts stay). */
+  readonly clickRetentionDays: number;
   /** A running Idempotency-Key not completed within this many ms is taken over by a retry. */
   readonly idempotencyLeaseMs: number;
   /** A valid bearer token's lookup is reused this many ms (0: every request looks it up). */
@@ -107,6 +119,27 @@ export function parseTrustProxy(raw: string | undefined): Config['trustProxy'] {
   return Object.freeze(entries);
 }
 
+/** Webhook DNS without WEBHOOK_DNS_* set: the system's servers, 2 s, 4 lookups at once per program. */
+export const WEBHOOK_DNS_DEFAULTS = Object.freeze({ webhookDnsTimeoutMs: 2000, webhookDnsServers: Object.freeze([]) as readonly string[], webhookDnsLookupsPerProgram: 4 });
+
+/** WEBHOOK_DNS_SERVERS: "1.1.1.1,9.9.9.9:53,[2606:4700::1111]:53"; empty: the system's servers. */
+export function parseDnsServers(raw: string | undefined): readonly string[] {
+  if (raw === undefined || raw.trim() === '') return WEBHOOK_DNS_DEFAULTS.webhookDnsServers;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  if (entries.length > 8) throw new ConfigError('WEBHOOK_DNS_SERVERS may list at most 8 servers');
+  for (const entry of entries) {
+    // An IPv6 address with a port goes in brackets; an IPv4 address takes ":port" as is.
+    const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+    const ipv4 = /^([\d.]+)(?::(\d{1,5}))?$/.exec(entry);
+    const [address, port] = bracketed ? [bracketed[1]!, bracketed[2]] : ipv4 ? [ipv4[1]!, ipv4[2]] : [entry, undefined];
+    const family = isIP(address);
+    if (family === 0 || (bracketed !== null && family !== 6) || address.includes('%') || (port !== undefined && (Number(port) < 1 || Number(port) > 65535))) {
+      throw new ConfigError(`WEBHOOK_DNS_SERVERS must be addresses with an optional port (1.1.1.1, 1.1.1.1:53, [::1]:53), separated by commas, got "${entry}"`);
+    }
+  }
+  return Object.freeze(entries);
+}
+
 /** 11 retries over about 3 days (73.6 h), as the contract asks. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h,10h,12h,12h,12h';
 
@@ -149,7 +182,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     webhookAllowPrivateUrls: overrides.webhookAllowPrivateUrls ?? onOff(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),
     webhookTimeoutMs: overrides.webhookTimeoutMs ?? integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookDisableAfterMs: overrides.webhookDisableAfterMs ?? parseDurations('WEBHOOK_DISABLE_AFTER', env.WEBHOOK_DISABLE_AFTER || '5d')[0]!,
+    webhookDnsTimeoutMs: overrides.webhookDnsTimeoutMs ?? integer(env, 'WEBHOOK_DNS_TIMEOUT_MS', WEBHOOK_DNS_DEFAULTS.webhookDnsTimeoutMs, 100, 30_000),
+    webhookDnsServers: overrides.webhookDnsServers ?? parseDnsServers(env.WEBHOOK_DNS_SERVERS),
+    webhookDnsLookupsPerProgram: overrides.webhookDnsLookupsPerProgram ?? integer(env, 'WEBHOOK_DNS_LOOKUPS_PER_PROGRAM', WEBHOOK_DNS_DEFAULTS.webhookDnsLookupsPerProgram, 1, 64),
+    webhookMaxPendingPerProgram: overrides.webhookMaxPendingPerProgram ?? integer(env, 'WEBHOOK_MAX_PENDING_PER_PROGRAM', 10_000, 100, 1_000_000),
     eventRetentionDays: overrides.eventRetentionDays ?? integer(env, 'EVENT_RETENTION_DAYS', 30, 30, 3650),
+    clickProgramLimitPerMinute: overrides.clickProgramLimitPerMinute ?? integer(env, 'CLICK_PROGRAM_LIMIT_PER_MINUTE', 600, 0, 1_000_000_000),
+    clickRetentionDays: overrides.clickRetentionDays ?? integer(env, 'CLICK_RETENTION_DAYS', 30, 1, 3650),
     idempotencyLeaseMs: overrides.idempotencyLeaseMs ?? integer(env, 'IDEMPOTENCY_LEASE_MS', 30_000, 1000, 3_600_000),
     tokenCacheMs: overrides.tokenCacheMs ?? integer(env, 'TOKEN_CACHE_MS', 5000, 0, 60_000),
     trustProxy: overrides.trustProxy ?? parseTrustProxy(env.TRUST_PROXY),

@@ -6,12 +6,18 @@ import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, sq
 import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './dialect.ts';
+import { listenPostgres, watchSqliteChanges, type ChangeWatch } from './change-watch.ts';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly dialect: Dialect;
   /** True when the database answers a trivial query. */
   ping(): Promise<boolean>;
+  /**
+   * Calls `onChange` when another process announces a change on `channel` (PostgreSQL NOTIFY,
+   * see change-watch.ts) or, on SQLite, when any other connection wrote the file.
+   */
+  watchChanges(channel: string, onChange: () => void): ChangeWatch;
   close(): Promise<void>;
 }
 
@@ -20,15 +26,27 @@ export type DatabaseOptions = Pick<Config, 'databaseUrl'> & Partial<Pick<Config,
 /** Opens the database named by DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
 export function openDatabase(options: DatabaseOptions): DatabaseHandle {
   const url = options.databaseUrl;
-  if (url.startsWith('sqlite:')) return handle(openSqlite(url.slice('sqlite:'.length)), 'sqlite');
-  if (/^postgres(ql)?:\/\//.test(url)) return handle(openPostgres(options), 'postgres');
+  if (url.startsWith('sqlite:')) {
+    const { db, connection } = openSqlite(url.slice('sqlite:'.length));
+    return handle(db, 'sqlite', (_channel, onChange) => watchSqliteChanges(connection, onChange));
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const clientConfig = { connectionString: url, ...sslOption(options) };
+    const db = openPostgres(options);
+    return handle(db, 'postgres', (channel, onChange) =>
+      listenPostgres(clientConfig, channel, onChange, async (payload) => {
+        await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+      }),
+    );
+  }
   throw new Error(`unsupported DATABASE_URL scheme: ${url.split(':')[0]}`);
 }
 
-function handle(db: Kysely<Database>, dialect: Dialect): DatabaseHandle {
+function handle(db: Kysely<Database>, dialect: Dialect, watchChanges: DatabaseHandle['watchChanges']): DatabaseHandle {
   return {
     db,
     dialect,
+    watchChanges,
     async ping() {
       try {
         await sql`select 1`.execute(db);
@@ -41,7 +59,7 @@ function handle(db: Kysely<Database>, dialect: Dialect): DatabaseHandle {
   };
 }
 
-function openSqlite(path: string): Kysely<Database> {
+function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDatabase.Database } {
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const connection = new SqliteDatabase(file);
@@ -51,7 +69,7 @@ function openSqlite(path: string): Kysely<Database> {
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(connection) }) });
+  return { db: new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(connection) }) }), connection };
 }
 
 // Kysely's SQLite driver prepares every query anew, and preparing costs more than running a
@@ -110,8 +128,13 @@ const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => parsers[oid] ?? types.getTypeParser(oid, format)) as typeof types.getTypeParser,
 };
 
+function sslOption(options: DatabaseOptions): { ssl?: { rejectUnauthorized: boolean } } {
+  if (options.databaseSsl === 'verify') return { ssl: { rejectUnauthorized: true } };
+  if (options.databaseSsl === 'require') return { ssl: { rejectUnauthorized: false } };
+  return {};
+}
+
 function openPostgres(options: DatabaseOptions): Kysely<Database> {
-  const ssl = options.databaseSsl === 'verify' ? { rejectUnauthorized: true } : options.databaseSsl === 'require' ? { rejectUnauthorized: false } : undefined;
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
     max: options.databasePoolSize ?? 10,
@@ -119,7 +142,7 @@ function openPostgres(options: DatabaseOptions): Kysely<Database> {
     // Waiting for a free connection is bounded like a statement: a starved pool fails the
     // request instead of hanging it (and the process's shutdown) forever.
     connectionTimeoutMillis: options.databaseStatementTimeoutMs ?? 10_000,
-    ...(ssl ? { ssl } : {}),
+    ...sslOption(options),
     types: pgTypes,
   });
   // An idle client losing its connection (server restart) must not crash the process.

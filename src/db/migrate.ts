@@ -9,6 +9,8 @@ import * as duplicateKeys from './migrations/2026-11-23T0400-duplicate-keys.ts';
 import * as refunds from './migrations/2026-11-23T0500-refunds.ts';
 import * as clickTracking from './migrations/2026-11-23T0600-click-tracking.ts';
 import * as instanceKeys from './migrations/2026-11-23T0700-instance-keys.ts';
+import * as fairDelivery from './migrations/2026-11-25T0100-fair-delivery.ts';
+import * as clickDays from './migrations/2026-11-25T0200-click-days.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -23,6 +25,8 @@ const migrations: Record<string, Migration> = {
   '2026-11-23T0500-refunds': refunds,
   '2026-11-23T0600-click-tracking': clickTracking,
   '2026-11-23T0700-instance-keys': instanceKeys,
+  '2026-11-25T0100-fair-delivery': fairDelivery,
+  '2026-11-25T0200-click-days': clickDays,
 };
 
 export class MigrationError extends Error {}

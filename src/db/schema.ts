@@ -207,18 +207,31 @@ export interface EventsTable {
   sequence: Counter | null;
 }
 
-/** A counted click on an affiliate link: one per visitor, link and UTC day. */
+/** A counted click on an affiliate link: one per visitor, link and UTC day; purged after CLICK_RETENTION_DAYS. */
 export interface ClicksTable {
   id: string;
   program_id: string;
   affiliate_id: string;
   link_id: string | null;
-  /** SHA-256 (hex) of the visitor: the tracking script's random id, else address and user agent. */
+  /** HMAC-SHA256 (hex) of the program, client address (IPv6: its /64) and user agent, under a key of the UTC day. */
   visitor_key: string;
   /** UTC day, YYYY-MM-DD. */
   day: string;
+  /** The landing page's URL, canonical (no fragment, no credentials), at most 2,000 characters. */
   landing_url: string;
   created_at: Timestamp;
+}
+
+/** Counted clicks of one link on one UTC day, written with each click: what every daily figure reads. */
+export interface ClickDaysTable {
+  id: string;
+  program_id: string;
+  affiliate_id: string;
+  /** Null once the link is deleted (its days stay with the affiliate). */
+  link_id: string | null;
+  /** UTC day, YYYY-MM-DD. */
+  day: string;
+  clicks: Counter;
 }
 
 /** A single row (id 1): the last event sequence number given out. */
@@ -252,6 +265,8 @@ export type DeliveryState = 'pending' | 'held' | 'delivered' | 'failed';
 export interface WebhookDeliveriesTable {
   id: Generated<number | string>;
   webhook_id: string;
+  /** The subscription's program, so the worker can share its turns between programs. */
+  program_id: string;
   event_id: string;
   state: DeliveryState;
   attempts: number;
@@ -260,6 +275,12 @@ export interface WebhookDeliveriesTable {
   lease_expires_at: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** Per program with subscriptions: the last event sequence its deliveries were made for. */
+export interface WebhookFanoutTable {
+  program_id: string;
+  last_sequence: Counter;
 }
 
 /** One HTTP attempt of a delivery, as the dashboard shows it. */
@@ -354,12 +375,14 @@ export interface Database {
   sales: SalesTable;
   sale_refunds: SaleRefundsTable;
   clicks: ClicksTable;
+  click_days: ClickDaysTable;
   coupons: CouponsTable;
   promotional_codes: PromotionalCodesTable;
   events: EventsTable;
   outbox_state: OutboxStateTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_fanout: WebhookFanoutTable;
   webhook_attempts: WebhookAttemptsTable;
   idempotency_keys: IdempotencyKeysTable;
   sessions: SessionsTable;

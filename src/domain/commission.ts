@@ -1,14 +1,16 @@
 import { invalidField } from './errors.ts';
+import { scaleToInteger } from './decimals.ts';
 
 // Commission rates are percentages (20 means 20 %) with up to four decimals, stored as
 // integer millionths of the whole (20 % → 200000) so that commission arithmetic is exact.
-const MILLIONTHS_PER_PERCENT = 10_000;
+const RATE_DECIMALS = 4;
+const MILLIONTHS_PER_PERCENT = 10 ** RATE_DECIMALS;
 
+/** A percentage as integer millionths; more than 4 decimals (12.34567, 1e-300) is a validation error at `pointer`. */
 export function rateToMillionths(percent: number, pointer: string): number {
-  const scaled = percent * MILLIONTHS_PER_PERCENT;
-  const millionths = Math.round(scaled);
-  if (Math.abs(scaled - millionths) > 1e-6) throw invalidField(pointer, 'may have at most 4 decimals');
-  return millionths;
+  const millionths = scaleToInteger(percent, RATE_DECIMALS);
+  if (millionths === null) throw invalidField(pointer, `may have at most ${RATE_DECIMALS} decimals`);
+  return Number(millionths);
 }
 
 export function millionthsToRate(millionths: number | string): number {

@@ -1,4 +1,11 @@
 import { invalidField } from './errors.ts';
+import { scaleToInteger } from './decimals.ts';
+
+/**
+ * The largest amount or total of minor units Tandem keeps: beyond 2^53 − 1 a JSON number (a
+ * double) no longer holds every integer, so an answer would drift from what is stored.
+ */
+export const MAX_MINOR_UNITS = Number.MAX_SAFE_INTEGER;
 
 const digitsCache = new Map<string, number>();
 
@@ -18,20 +25,16 @@ export function isCurrencyCode(value: string): boolean {
 }
 
 /**
- * Converts an amount in major units (49.99) to integer minor units (4999).
- * More decimals than the currency has is a validation error at `pointer`.
+ * Converts an amount in major units (49.99) to integer minor units (4999). More decimals than
+ * the currency has (12.345 USD, 1e-300) is a validation error at `pointer`; float noise
+ * (0.1 + 0.2) is not (decimals.ts).
  */
 export function toMinorUnits(amount: number, currency: string, pointer: string): number {
-  const scale = 10 ** minorUnitDigits(currency);
-  const scaled = amount * scale;
-  const minor = Math.round(scaled);
-  // An amount with at most `digits` decimals lands within a few ulps of an integer once scaled;
-  // a looser, relative tolerance would round 12345.678 USD to 12345.68 instead of rejecting it.
-  if (Math.abs(scaled - minor) > 4 * Number.EPSILON * Math.max(1, Math.abs(scaled))) {
-    throw invalidField(pointer, `has more decimals than ${currency} allows (${minorUnitDigits(currency)})`);
-  }
-  if (!Number.isSafeInteger(minor)) throw invalidField(pointer, 'is too large');
-  return minor;
+  const digits = minorUnitDigits(currency);
+  const minor = scaleToInteger(amount, digits);
+  if (minor === null) throw invalidField(pointer, `has more decimals than ${currency} allows (${digits})`);
+  if (minor > BigInt(MAX_MINOR_UNITS) || minor < -BigInt(MAX_MINOR_UNITS)) throw invalidField(pointer, 'is too large');
+  return Number(minor);
 }
 
 export function fromMinorUnits(minor: number | string, currency: string): number {

@@ -41,6 +41,8 @@ function classify(error: FastifyError | ApiError): { status: number; code: Error
       return { status: 400, code: 'bad_request', detail: 'The request body must be sent as application/json.' };
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return { status: 400, code: 'bad_request', detail: 'The request body is empty; send a JSON object.' };
+    case 'FST_ERR_BAD_URL':
+      return { status: 400, code: 'bad_request', detail: malformedEncoding('path') };
   }
   if (fe.statusCode === 400 || error instanceof SyntaxError) {
     return { status: 400, code: 'bad_request', detail: 'The request body is not valid JSON.' };
@@ -54,6 +56,22 @@ function classify(error: FastifyError | ApiError): { status: number; code: Error
   // Every pooled connection busy for the whole wait: the server is overloaded, not broken.
   if (isPoolExhausted(error)) return { status: 503, code: 'unavailable', detail: 'The server is busy; retry after the time in Retry-After.' };
   return { status: 500, code: 'internal', detail: 'An unexpected error occurred. Quote the requestId when reporting it.' };
+}
+
+/** Why a path or query string with a broken %-escape is refused. */
+export function malformedEncoding(part: 'path' | 'query string'): string {
+  return `The request ${part} is not valid percent-encoding: each % must start an escape of two hex digits, and the escapes must spell UTF-8.`;
+}
+
+/**
+ * Fastify's `frameworkErrors`: what the router raises before any route or hook runs (a path
+ * with a broken %-escape, a parameter too long). Without it Fastify answers its own JSON, not
+ * the contract's problem body.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, code, detail } = classify(error);
+  reply.header('x-request-id', request.id);
+  return sendProblem(reply, problem(request, status, code, detail));
 }
 
 export function registerErrorHandler(app: FastifyInstance): void {

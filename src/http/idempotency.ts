@@ -19,6 +19,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency: { key: string; stored: string | null } | null;
   }
+  interface FastifyContextConfig {
+    /** Top-level fields of the answer stored as null for a replay: secrets shown once (a webhook's signing secret). */
+    idempotencyOmits?: string[];
+  }
 }
 
 const MAX_KEY_LENGTH = 255;
@@ -69,6 +73,21 @@ async function claimKey(db: Db, clock: Clock, programId: string, key: string, re
   return { kind: 'running' };
 }
 
+/** The answer as it is kept for replays: the route's shown-once fields set to null. */
+function storedForm(body: string, omits: string[] | undefined): string {
+  if (omits === undefined) return body;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return body;
+  const record = parsed as Record<string, unknown>;
+  for (const field of omits) if (field in record) record[field] = null;
+  return JSON.stringify(record);
+}
+
 function storeResponse(db: Db | Tx, programId: string, key: string, status: number, type: string, body: string) {
   return db
     .updateTable('idempotency_keys')
@@ -78,9 +97,23 @@ function storeResponse(db: Db | Tx, programId: string, key: string, status: numb
     .execute();
 }
 
-/** What identifies "the same request" for a key: method, route and the parsed body. */
+/** JSON with object keys sorted at every level: the same body whatever order its fields came in. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * What identifies "the same request" for a key: method, route and the parsed body, its fields
+ * in any order (a PUT's target may come in the query, merged into the body, or in the body).
+ */
 export function idempotencyRequestHash(method: string, route: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${route}\n${JSON.stringify(body ?? null)}`).digest('hex');
+  return createHash('sha256').update(`${method} ${route}\n${canonicalJson(body)}`).digest('hex');
 }
 
 /** The success status of a write route: 201 for POST (every POST of the API creates), 200 for PUT. */
@@ -125,7 +158,7 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
       reply.code(successStatus(reply));
       const body = String(reply.serialize(result));
       state.stored = body;
-      await storeResponse(tx, programId, state.key, reply.statusCode, JSON_TYPE, body);
+      await storeResponse(tx, programId, state.key, reply.statusCode, JSON_TYPE, storedForm(body, request.routeOptions.config.idempotencyOmits));
     };
     withBeforeCommit(beforeCommit, () => done());
   });
@@ -141,7 +174,8 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
     if (reply.statusCode >= 500 || typeof payload !== 'string') {
       await db.deleteFrom('idempotency_keys').where('program_id', '=', programId).where('key', '=', state.key).where('state', '=', 'running').execute();
     } else if (payload !== state.stored || reply.statusCode !== successStatus(reply)) {
-      await storeResponse(db, programId, state.key, reply.statusCode, String(reply.getHeader('content-type') ?? JSON_TYPE), payload);
+      const stored = storedForm(payload, request.routeOptions.config.idempotencyOmits);
+      await storeResponse(db, programId, state.key, reply.statusCode, String(reply.getHeader('content-type') ?? JSON_TYPE), stored);
     }
     return payload;
   });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../domain/errors.ts';
+import { malformedEncoding } from './error-handler.ts';
 
 // One input discipline for both databases, applied to every API body and query before any
 // other work: a bounded nesting depth, and no control characters that SQLite stores but
@@ -56,11 +57,27 @@ export function assertCleanInput(value: unknown, root = '#'): void {
 }
 
 /**
+ * Refuses a query string with a broken %-escape (`%zz`, a lone `%`, `%E0%A4%A`, or escapes that
+ * are no UTF-8 such as an encoded lone surrogate): the parser would keep such text as it came,
+ * so a filter would silently match something else than what the client meant.
+ */
+export function assertWellEncodedQuery(url: string): void {
+  const start = url.indexOf('?');
+  if (start === -1) return;
+  try {
+    decodeURIComponent(url.slice(start + 1));
+  } catch {
+    throw new ApiError('bad_request', malformedEncoding('query string'));
+  }
+}
+
+/**
  * For every route of `scope`: the query is checked in the first hook, the parsed body before
  * validation (and so before the idempotency layer hashes it or a service reads it).
  */
 export function guardApiInput(scope: FastifyInstance): void {
   scope.addHook('onRequest', async (request) => {
+    assertWellEncodedQuery(request.url);
     assertCleanInput(request.query);
   });
   scope.addHook('preValidation', async (request) => {

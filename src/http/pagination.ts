@@ -67,11 +67,18 @@ export function finishPage<R extends { created_at: string | Date; id: string | n
 ): R[] {
   if (rows.length <= page.limit) return rows;
   const items = rows.slice(0, page.limit);
-  // SITE_URL's origin, the route's path and the query only: an absolute-form request line
-  // (`GET http://elsewhere/api/v1/… HTTP/1.1`) must not choose where the next page points.
+  setNextLink(request, reply, siteUrl, 'cursor', encodeCursor(request, items[items.length - 1]!));
+  return items;
+}
+
+/**
+ * `Link: <…>; rel="next"`: this request's path and query on SITE_URL's origin, with `param`
+ * set to `value`. Only the path and query are taken from the request: an absolute-form request
+ * line (`GET http://elsewhere/api/v1/… HTTP/1.1`) must not choose where the next page points.
+ */
+export function setNextLink(request: FastifyRequest, reply: FastifyReply, siteUrl: string, param: string, value: string): void {
   const { pathname, search } = new URL(request.url, 'http://request.invalid');
   const url = new URL(`${pathname}${search}`, siteUrl);
-  url.searchParams.set('cursor', encodeCursor(request, items[items.length - 1]!));
+  url.searchParams.set(param, value);
   reply.header('link', `<${url.toString()}>; rel="next"`);
-  return items;
 }

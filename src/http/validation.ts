@@ -88,6 +88,16 @@ export function toFieldErrors(errors: ErrorObject[]): FieldError[] {
 }
 
 const compiledBodySchemas = new WeakMap<TSchema, ValidateFunction>();
+const compiledQuerySchemas = new WeakMap<TSchema, ValidateFunction>();
+
+function assertValid(ajv: Ajv, cache: WeakMap<TSchema, ValidateFunction>, schema: TSchema, value: unknown): void {
+  let validate = cache.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    cache.set(schema, validate);
+  }
+  if (!validate(value)) throw new ApiError('validation_failed', 'The request is invalid.', toFieldErrors(validate.errors ?? []));
+}
 
 /**
  * Checks a value built outside an HTTP body (a dashboard form, turned into the API's body
@@ -95,10 +105,10 @@ const compiledBodySchemas = new WeakMap<TSchema, ValidateFunction>();
  * Throws the 422 a route would, with the same pointers.
  */
 export function assertValidBody<T extends TSchema>(schema: T, value: unknown): asserts value is Static<T> {
-  let validate = compiledBodySchemas.get(schema);
-  if (!validate) {
-    validate = bodyAjv.compile(schema);
-    compiledBodySchemas.set(schema, validate);
-  }
-  if (!validate(value)) throw new ApiError('validation_failed', 'The request is invalid.', toFieldErrors(validate.errors ?? []));
+  assertValid(bodyAjv, compiledBodySchemas, schema, value);
+}
+
+/** The same for a parsed query string, before the route's own validation: coerced from text as a route's is. */
+export function assertValidQuery<T extends TSchema>(schema: T, value: unknown): asserts value is Static<T> {
+  assertValid(queryAjv, compiledQuerySchemas, schema, value);
 }

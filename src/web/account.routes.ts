@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../app-services.ts';
 import { readForm } from './dashboard/forms.ts';
+import { instanceKey } from '../db/instance-keys.ts';
 import { ApiError } from '../domain/errors.ts';
-import { createUser, findUserByEmail, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../modules/users/user.service.ts';
+import { createUser, findUserByEmail, hashPassword, MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, overLongAccountField, verifyPassword } from '../modules/users/user.service.ts';
 import { html } from './html.ts';
 import { csrfField, field, renderPage } from './layout.ts';
-import { forgiveAttempt, throttleAttempt } from './attempt-throttle.ts';
+import { forgiveAttempt, throttleLogin, throttlePasswordChange, throttleSignUp } from './attempt-throttle.ts';
+import { issueDeviceCookie } from './device-cookie.ts';
 import { endUserSessions, ensureCsrfBinding, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
@@ -14,8 +16,16 @@ type Form = Record<string, string | undefined>;
 // account takes as long as one for a known account (no enumeration by timing).
 const decoyHash = hashPassword('decoy password that never matches');
 
+/** A refused field as the form says it: "Password must be at least 10 characters." */
+function sentenceOf(error: ApiError): string {
+  const text = `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+}
+
 export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
-  const { db, clock } = services;
+  const { db, clock, config } = services;
+  // Device cookies are signed with a key every process shares, read once here.
+  const deviceKey = await instanceKey(db, 'device');
   // A repeated field's first value; anything that is not text is left out.
   const form = (request: FastifyRequest): Form => readForm(request);
 
@@ -28,13 +38,14 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
       <form method="post" action="/${kind}" novalidate>
         ${csrfField(ensureCsrfBinding(services, request, reply))}
         <input type="hidden" name="next" value="${next}">
-        ${field({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'email' })}
+        ${field({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'email', attrs: html`maxlength="${MAX_EMAIL_LENGTH}"` })}
         ${field({
           label: 'Password',
           name: 'password',
           type: 'password',
           required: true,
           autocomplete: login ? 'current-password' : 'new-password',
+          attrs: html`maxlength="${MAX_PASSWORD_LENGTH}"`,
           help: login ? undefined : `At least ${MIN_PASSWORD_LENGTH} characters.`,
         })}
         <div class="actions"><button type="submit">${login ? 'Log in' : 'Create account'}</button></div>
@@ -58,14 +69,18 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
 
   app.post('/login', async (request, reply) => {
     const values = form(request);
-    await throttleAttempt(db, clock, request, reply, 'login', values.email);
+    // An over-long field is refused before it is counted or hashed: nothing is written.
+    const overLong = overLongAccountField(values);
+    if (overLong) return authPage(request, reply, 'login', { next: values.next }, sentenceOf(overLong), 422);
+    const counter = await throttleLogin(db, clock, request, reply, deviceKey, values.email);
     const user = values.email ? await findUserByEmail(db, values.email) : undefined;
     const ok = await verifyPassword(values.password ?? '', user?.password_hash ?? (await decoyHash));
     if (!user || !ok) {
       return authPage(request, reply, 'login', { email: values.email, next: values.next }, 'E-mail or password is incorrect.', 401);
     }
-    await forgiveAttempt(db, values.email!);
+    await forgiveAttempt(db, counter);
     await logIn(services, request, reply, { id: user.id, email: user.email });
+    issueDeviceCookie(config, reply, deviceKey, user.email, clock());
     return reply.redirect(safeNextPath(values.next), 303);
   });
 
@@ -76,17 +91,20 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
 
   app.post('/signup', async (request, reply) => {
     const values = form(request);
-    await throttleAttempt(db, clock, request, reply, 'signup');
+    const overLong = overLongAccountField(values);
+    if (overLong) return authPage(request, reply, 'signup', { next: values.next }, sentenceOf(overLong), 422);
+    await throttleSignUp(db, clock, request, reply);
     try {
       const user = await createUser(db, { email: values.email ?? '', password: values.password ?? '' }, clock);
       await logIn(services, request, reply, { id: user.id, email: user.email });
+      issueDeviceCookie(config, reply, deviceKey, user.email, clock());
       return reply.redirect(safeNextPath(values.next), 303);
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       // The same message whether or not the e-mail is taken would hide typos from honest users;
       // sign-up necessarily reveals that an account exists, so say so plainly but generically.
-      const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : `${error.errors?.[0]?.pointer.replace('#/', '') ?? ''} ${error.errors?.[0]?.detail ?? error.detail}`.trim();
-      return authPage(request, reply, 'signup', { email: values.email, next: values.next }, message.charAt(0).toUpperCase() + message.slice(1) + '.', 422);
+      const message = error.code === 'conflict' ? 'That e-mail cannot be used. Log in instead, or use another e-mail.' : sentenceOf(error);
+      return authPage(request, reply, 'signup', { email: values.email, next: values.next }, message, 422);
     }
   });
 
@@ -106,8 +124,8 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
           <p class="lead">Changing it logs out every other session.</p>
           <form method="post" action="/account/password">
             ${csrfField(session)}
-            ${field({ label: 'Current password', name: 'current', type: 'password', required: true, autocomplete: 'current-password' })}
-            ${field({ label: 'New password', name: 'password', type: 'password', required: true, autocomplete: 'new-password', help: `At least ${MIN_PASSWORD_LENGTH} characters.` })}
+            ${field({ label: 'Current password', name: 'current', type: 'password', required: true, autocomplete: 'current-password', attrs: html`maxlength="${MAX_PASSWORD_LENGTH}"` })}
+            ${field({ label: 'New password', name: 'password', type: 'password', required: true, autocomplete: 'new-password', help: `At least ${MIN_PASSWORD_LENGTH} characters.`, attrs: html`maxlength="${MAX_PASSWORD_LENGTH}"` })}
             <div class="actions"><button type="submit">Change password</button> <a href="/dashboard">Cancel</a></div>
           </form>
         </div>`,
@@ -127,12 +145,15 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
   app.post('/account/password', { onRequest: requireLogin }, async (request, reply) => {
     const values = form(request);
     const session = request.session as WebSession & { user: NonNullable<WebSession['user']> };
-    await throttleAttempt(db, clock, request, reply, 'password', session.user.email);
+    if ((values.current ?? '').length > MAX_PASSWORD_LENGTH || (values.password ?? '').length > MAX_PASSWORD_LENGTH) {
+      return passwordPage(reply, session, { kind: 'error', text: `A password is at most ${MAX_PASSWORD_LENGTH.toLocaleString('en-US')} characters.` }, 422);
+    }
+    const counter = await throttlePasswordChange(db, clock, request, reply, session.user.email);
     const user = await findUserByEmail(db, session.user.email);
     if (!user || !(await verifyPassword(values.current ?? '', user.password_hash))) {
       return passwordPage(reply, session, { kind: 'error', text: 'The current password is incorrect.' }, 401);
     }
-    await forgiveAttempt(db, session.user.email); // the current password was right: no guess
+    await forgiveAttempt(db, counter); // the current password was right: no guess
     if ((values.password ?? '').length < MIN_PASSWORD_LENGTH) {
       return passwordPage(reply, session, { kind: 'error', text: `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.` }, 422);
     }

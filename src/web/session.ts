@@ -50,10 +50,10 @@ declare module 'fastify' {
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text).digest('base64url');
+export const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text).digest('base64url');
 
 /** Compares two texts in constant time (for their length). */
-function sameText(a: string, b: string): boolean {
+export function sameText(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
@@ -112,7 +112,8 @@ export function registerSessions(scope: FastifyInstance, db: Db, clock: Clock, c
   });
 }
 
-function cookieOptions(config: Config) {
+/** The attributes of every Tandem cookie: HttpOnly, SameSite=Lax, Secure when SITE_URL is https. */
+export function cookieOptions(config: Config) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: config.siteUrl.startsWith('https:'), path: '/' };
 }
 

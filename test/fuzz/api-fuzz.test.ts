@@ -10,7 +10,8 @@ import { copyData } from '../../src/db/copy-data.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { apiClient, rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createTestDatabase, testDialect, type TestDialect } from '../helpers/test-database.ts';
-import { C0_AND_DEL, hostileJson, hostileString, ODD_SUFFIXES, operationsOf, requestPlan, type Operation, type RequestPlan } from './request-arbitraries.ts';
+import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { C0_AND_DEL, hostileJson, hostileQueryValue, hostileString, ODD_SUFFIXES, operationsOf, RawQuery, requestPlan, type Operation, type QueryValue, type RequestPlan } from './request-arbitraries.ts';
 import { describeRequest, learnFrom, nextAddress, seedTenant, sendPlan, snapshotDifference, takeSnapshot, type SentRequest, type Snapshot, type Tenant, type World } from './fuzz-world.ts';
 
 // Property-based fuzzing (docs/security.md#fuzzing) of every API operation in the OpenAPI
@@ -87,6 +88,52 @@ function checkProblemBody(sent: SentRequest): string | null {
   return null;
 }
 
+/**
+ * A success answers every top-level number it was sent as that number (float noise of the
+ * client's own arithmetic aside): a value stored as something else, such as an amount of
+ * 1e-300 stored as 0, shows up here.
+ */
+function checkEchoedNumbers(sent: SentRequest): string | null {
+  if ((sent.method !== 'POST' && sent.method !== 'PUT') || sent.body === undefined || !sent.url.includes('/api/v1/')) return null;
+  let request: unknown;
+  let answer: unknown;
+  try {
+    [request, answer] = [JSON.parse(sent.body), JSON.parse(sent.responseText)];
+  } catch {
+    return null;
+  }
+  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(request) || !isObject(answer)) return null;
+  for (const [field, value] of Object.entries(request)) {
+    const echoed = answer[field];
+    if (typeof value !== 'number' || typeof echoed !== 'number') continue;
+    if (Math.abs(echoed - value) > 4 * Number.EPSILON * Math.abs(value)) return `${field} was sent as ${value} and answered as ${echoed}`;
+  }
+  return null;
+}
+
+/** Whether text holds a %-escape that decodes to nothing valid (`%zz`, a lone `%`, bytes that are no UTF-8). */
+function brokenEncoding(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * A broken %-escape is refused before anything else: in the path always (the router cannot
+ * read it; only headers too large for Node come first), in the query string of an API route as
+ * soon as the token is known.
+ */
+function checkBrokenEncoding(sent: SentRequest, plan: RequestPlan): string | null {
+  if (!sent.url.includes('/api/v1/')) return null;
+  const { pathname, search } = new URL(sent.url);
+  const refused = (brokenEncoding(pathname) && plan.auth !== 'huge') || (brokenEncoding(search.slice(1)) && plan.auth === 'token' && plan.pathSuffix === '');
+  return refused && sent.status !== 400 ? `a broken %-escape answered ${sent.status}, not 400` : null;
+}
+
 /** Where a created resource is read back by id (webhooks are not: their secret is shown once). */
 const READ_BACK: Record<string, string> = {
   '/api/v1/affiliates': '/affiliates',
@@ -151,6 +198,8 @@ async function fuzzApi(t: TestServer, seed: number, runs: number): Promise<FuzzS
       }
       const after = await takeSnapshot(db, programIds);
       if (sent.status >= 500) throw failure(`a ${sent.status} answer`, sent, plan);
+      const encoding = checkBrokenEncoding(sent, plan);
+      if (encoding) throw failure(encoding, sent, plan);
       if (sent.status >= 400) {
         const changed = snapshotDifference(before, after, programIds, true);
         if (changed) throw failure(`a ${sent.status} answer that changed data:\n${changed}`, sent, plan);
@@ -164,6 +213,8 @@ async function fuzzApi(t: TestServer, seed: number, runs: number): Promise<FuzzS
         if (changed) throw failure(`a ${sent.status} answer that changed another program's data:\n${changed}`, sent, plan);
       }
       if (sent.status < 300) {
+        const echo = checkEchoedNumbers(sent);
+        if (echo) throw failure(`a ${sent.status} answer that changed a number: ${echo}`, sent, plan);
         for (const tenant of [world.a, world.b]) {
           if (sent.headers.authorization !== `Bearer ${tenant.client.token}`) continue;
           learnFrom(sent, plan.operation.path, tenant);
@@ -189,12 +240,20 @@ const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 // eslint-disable-next-line no-control-regex -- looking for control characters is the point
 const SPACE_OR_CONTROL = /[\s\u0000-\u001f\u007f]/;
 
-type FieldValue = { kind: 'fresh' | 'known' | 'known-padded' | 'right' | 'short' } | { kind: 'hostile'; value: unknown };
+type FieldValue = { kind: 'fresh' | 'known' | 'known-padded' | 'right' | 'short' } | { kind: 'hostile'; value: unknown } | { kind: 'long'; length: number };
+
+/** An e-mail-shaped value (a password too) past every bound: 254 characters for e-mails, 1,024 for passwords, the 64 KiB body. */
+const longField = fc.constantFrom(242, 243, 1100, 70_000).map((length): FieldValue => ({ kind: 'long', length }));
+
+/** Dashboard pages whose query strings become list filters, searches and pagers. */
+const DASHBOARD_PAGES = ['', '/sales', '/referrals', '/affiliates', '/coupons', '/webhooks', '/keys', '/settings'];
 
 const formPlan = fc.record({
   // login and signup are anonymous; program is the dashboard's "new program" form, logged in,
   // the one form here that writes what it is sent (names and domains).
-  form: fc.constantFrom('login' as const, 'login' as const, 'signup' as const, 'signup' as const, 'program' as const, 'program' as const),
+  form: fc.constantFrom('login' as const, 'login' as const, 'signup' as const, 'signup' as const, 'program' as const, 'program' as const, 'list' as const, 'list' as const),
+  // list: a logged-in GET of a dashboard page with one hostile query parameter.
+  list: fc.record({ page: fc.constantFrom(...DASHBOARD_PAGES), param: fc.constantFrom('affiliate', 'q', 'from', 'to', 'cursor', 'done', 'x'), value: hostileQueryValue }),
   // Plausible text with one odd character appended (a control character, a lone surrogate…) in one field.
   odd: fc.record({ field: fc.constantFrom('none', 'first', 'second'), suffix: fc.constantFrom(...ODD_SUFFIXES, ...C0_AND_DEL) }),
   next: fc.option(
@@ -204,8 +263,8 @@ const formPlan = fc.record({
     ),
   ),
   csrf: fc.oneof({ weight: 6, arbitrary: fc.constant('valid') }, { weight: 6, arbitrary: fc.constantFrom('missing', 'forged', 'repeated-valid-first', 'repeated-forged-first', 'stale', 'empty') }),
-  email: fc.oneof({ weight: 5, arbitrary: fc.constantFrom<FieldValue>({ kind: 'fresh' }, { kind: 'fresh' }, { kind: 'known' }, { kind: 'known' }, { kind: 'known-padded' }) }, { weight: 2, arbitrary: hostileJson.map((value): FieldValue => ({ kind: 'hostile', value })) }),
-  password: fc.oneof({ weight: 5, arbitrary: fc.constantFrom<FieldValue>({ kind: 'right' }, { kind: 'right' }, { kind: 'right' }, { kind: 'short' }) }, { weight: 2, arbitrary: hostileJson.map((value): FieldValue => ({ kind: 'hostile', value })) }),
+  email: fc.oneof({ weight: 5, arbitrary: fc.constantFrom<FieldValue>({ kind: 'fresh' }, { kind: 'fresh' }, { kind: 'known' }, { kind: 'known' }, { kind: 'known-padded' }) }, { weight: 2, arbitrary: hostileJson.map((value): FieldValue => ({ kind: 'hostile', value })) }, { weight: 1, arbitrary: longField }),
+  password: fc.oneof({ weight: 5, arbitrary: fc.constantFrom<FieldValue>({ kind: 'right' }, { kind: 'right' }, { kind: 'right' }, { kind: 'short' }) }, { weight: 2, arbitrary: hostileJson.map((value): FieldValue => ({ kind: 'hostile', value })) }, { weight: 1, arbitrary: longField }),
   repeat: fc.constantFrom('none', 'none', 'email', 'password', 'next'),
   encoding: fc.oneof({ weight: 4, arbitrary: fc.constant('form') }, { weight: 3, arbitrary: fc.constant('json') }, { weight: 3, arbitrary: fc.constantFrom('text', 'multipart', 'none', 'garbage') }),
 });
@@ -248,8 +307,12 @@ async function fuzzForms(t: TestServer, seed: number, runs: number): Promise<Fuz
     stats.statuses.set(status, (stats.statuses.get(status) ?? 0) + 1);
   };
 
+  const owner = await db.selectFrom('users').select('id').where('email_key', '=', KNOWN_EMAIL).executeTakeFirstOrThrow();
+  const listed = await createProgram(db, { ownerUserId: owner.id, name: 'Fuzz lists', domain: 'fuzz-lists.example.com' });
+
   const property = fc.asyncProperty(formPlan, async (plan) => {
     if (plan.form === 'program') return fuzzProgramForm(plan);
+    if (plan.form === 'list') return fuzzDashboardList(plan.list);
     const address = nextAddress();
     const pagePath = `/${plan.form}${plan.next === null ? '' : `?next=${encodeURIComponent(Buffer.from(plan.next, 'utf8').toString('utf8'))}`}`;
     const page = await fetch(`${t.url}${pagePath}`, { headers: { 'x-forwarded-for': address }, redirect: 'manual' });
@@ -279,6 +342,8 @@ async function fuzzForms(t: TestServer, seed: number, runs: number): Promise<Fuz
           return 'short';
         case 'hostile':
           return field.value;
+        case 'long':
+          return `${'a'.repeat(field.length)}@example.com`;
       }
     };
     const csrf: Record<string, unknown[]> = {
@@ -322,9 +387,31 @@ async function fuzzForms(t: TestServer, seed: number, runs: number): Promise<Fuz
     }
     for (const user of JSON.parse(usersAfter) as { email: string }[]) {
       assert.ok(!SPACE_OR_CONTROL.test(user.email), `a user was stored with the e-mail ${JSON.stringify(user.email)}: ${what()}`);
+      assert.ok(user.email.length <= 254, `a user was stored with a ${user.email.length}-character e-mail: ${what()}`);
     }
     if (token) staleToken = token;
   });
+
+  /**
+   * A logged-in GET of a dashboard page with a hostile query parameter: never a 5xx, and a
+   * control character or a broken %-escape is the 400 page (PostgreSQL refused NUL: a 500).
+   */
+  async function fuzzDashboardList(list: { page: string; param: string; value: QueryValue }): Promise<void> {
+    const value = list.value instanceof RawQuery ? list.value.text : encodeURIComponent(Buffer.from(String(list.value), 'utf8').toString('utf8'));
+    const path = `/dashboard/programs/${listed.id}${list.page}?${list.param}=${value}`;
+    const response = await fetch(`${t.url}${path}`, { headers: { 'x-forwarded-for': nextAddress(), cookie: dashboard.cookie }, redirect: 'manual' });
+    const answer = await response.text();
+    count(response.status, `GET /dashboard/programs/:id${list.page}`);
+    const what = `GET ${path}\nanswer: ${response.status} ${answer.slice(0, 800)}\n(seed ${seed})`;
+    assert.ok(response.status < 500, what);
+    let decoded: string | null;
+    try {
+      decoded = decodeURIComponent(value);
+    } catch {
+      decoded = null;
+    }
+    if (decoded === null || CONTROL.test(decoded)) assert.equal(response.status, 400, what);
+  }
 
   /** The logged-in "new program" form: the same encodings and CSRF variants, with hostile names and domains. */
   async function fuzzProgramForm(plan: typeof formPlan extends fc.Arbitrary<infer P> ? P : never): Promise<void> {

@@ -375,7 +375,7 @@ export function describeRequest(sent: { method: string; url: string; headers: Re
 // ---------------------------------------------------------------- snapshots
 
 /** The program data a 4xx must not change, compared row by row, all columns. */
-export const COMPARED_TABLES = ['affiliates', 'affiliate_links', 'referrals', 'sales', 'sale_refunds', 'coupons', 'promotional_codes', 'clicks', 'events', 'webhooks'] as const;
+export const COMPARED_TABLES = ['affiliates', 'affiliate_links', 'referrals', 'sales', 'sale_refunds', 'coupons', 'promotional_codes', 'clicks', 'click_days', 'events', 'webhooks'] as const;
 
 export interface Snapshot {
   /** program id → table → its rows as JSON (events without their sequence). */

@@ -237,10 +237,15 @@ export const ODD_NUMBERS = [
   0.005,
   0.015,
   1.005,
+  1e-300,
+  1e-22,
 ];
 
+/** Numbers far below any minor unit or rate step: once stored as 0 (a tolerance with an absolute floor). */
+export const TINY_NUMBERS = [1e-300, 5e-324, 1e-7, 1e-22, 0.001, 2.5e-5, 1e-5];
+
 /** Raw JSON number tokens that JSON.stringify never writes. */
-const RAW_NUMBER_TOKENS = ['1e999', '-1e999', '-0', '-0.0', '1E2', '1e+2', '00012', '1.0', '1.50', '100000000000000000000000000000', '0.30000000000000004', '4.9e-324', '1e-400'];
+const RAW_NUMBER_TOKENS = ['1e999', '-1e999', '-0', '-0.0', '1E2', '1e+2', '00012', '1.0', '1.50', '100000000000000000000000000000', '0.30000000000000004', '4.9e-324', '1e-400', '1e-300', '1E-7', '0.000000000000000000001'];
 
 export const hostileString: fc.Arbitrary<string> = fc.oneof(
   { weight: 6, arbitrary: fc.constantFrom(...ODD_STRINGS) },
@@ -269,11 +274,14 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
 );
 
-/** Query values as text: odd strings, numbers written out, odd date-times. */
-const hostileQueryValue: fc.Arbitrary<QueryValue> = fc.oneof(
+/** Percent-encodings that decode to nothing valid: a % without two hex digits, an escape cut short, bytes that are no UTF-8, an encoded lone surrogate. */
+export const BROKEN_ENCODINGS = ['%', '%zz', '%E0%A4%A', '%E0%A4', '%ff', '%ed%a0%80', '%c0%80', '%C0%AF', '100%', 'a%2'];
+
+/** Query values as text: odd strings, numbers written out, odd date-times, raw escapes (some broken). */
+export const hostileQueryValue: fc.Arbitrary<QueryValue> = fc.oneof(
   { weight: 5, arbitrary: hostileString.map((s) => (s.length > 3000 ? s.slice(0, 3000) : s)) },
   { weight: 3, arbitrary: fc.constantFrom(...ODD_NUMBERS).map((n) => (Object.is(n, -0) ? '-0' : String(n))) },
-  { weight: 2, arbitrary: fc.constantFrom('%00', '%ff', '%', '%zz', '%ed%a0%80', '%c0%80', '+', '%2B', '%20x%20', 'a%26b%3Dc', '%E2%80%AE').map((t) => new RawQuery(t)) },
+  { weight: 2, arbitrary: fc.constantFrom('%00', '%01', '%1F', '%7F', '+', '%2B', '%20x%20', 'a%26b%3Dc', '%E2%80%AE', ...BROKEN_ENCODINGS).map((t) => new RawQuery(t)) },
   { weight: 1, arbitrary: fc.constantFrom('', 'true', 'false', '1', '0', 'yes', 'null') },
 );
 
@@ -517,12 +525,15 @@ export const ODD_SUFFIXES = ['\ud800', '\udfff', 'x\udc00', '\u0301', '\u202e', 
 
 type BodyMutation =
   | { op: 'tweak'; key: string; suffix: string; factor: number }
+  | { op: 'tiny'; n: number; value: number }
   | { op: 'set'; key: string; value: unknown } | { op: 'drop'; key: string } | { op: 'unknown'; key: string; value: unknown } | { op: 'replace'; value: unknown } | { op: 'raw'; text: string } | { op: 'duplicate-key'; key: string; value: unknown };
 
 function bodyMutation(keys: string[]): fc.Arbitrary<BodyMutation> {
   const key = fc.constantFrom(...(keys.length > 0 ? keys : ['id']));
   return fc.oneof(
     { weight: 6, arbitrary: fc.record({ op: fc.constant('tweak' as const), key, suffix: fc.constantFrom(...ODD_SUFFIXES), factor: fc.constantFrom(-1, 0, 0.001, 1.0000001, 10, 1000, 1e6) }) },
+    // A money or rate field (any number the body holds) set to a value far below its smallest step.
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('tiny' as const), n: fc.nat(), value: fc.constantFrom(...TINY_NUMBERS) }) },
     { weight: 8, arbitrary: fc.record({ op: fc.constant('set' as const), key, value: hostileJson }) },
     { weight: 2, arbitrary: fc.record({ op: fc.constant('drop' as const), key }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('unknown' as const), key: fc.constantFrom('extra', 'program_id', 'programId', 'createdAt', 'timesRedeemed', 'password'), value: hostileJson }) },
@@ -546,6 +557,15 @@ function mutateBody(body: unknown, mutations: readonly BodyMutation[], notes: st
         else break;
         current = object;
         notes.push(`tweak ${m.key}`);
+        break;
+      }
+      case 'tiny': {
+        const numeric = object ? Object.keys(object).filter((k) => typeof object[k] === 'number') : [];
+        if (!object || numeric.length === 0) break;
+        const field = numeric[m.n % numeric.length]!;
+        object[field] = m.value;
+        current = object;
+        notes.push(`tiny ${field}`);
         break;
       }
       case 'set':
@@ -691,7 +711,7 @@ export function requestPlan(op: Operation): fc.Arbitrary<RequestPlan> {
     .record({
       actor: fc.constantFrom<'a' | 'b'>('a', 'a', 'a', 'b'),
       auth: authVariant,
-      pathSuffix: fc.oneof({ weight: 30, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '%00', '/..', '/x', '.json', '%2F') }),
+      pathSuffix: fc.oneof({ weight: 30, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '%00', '/..', '/x', '.json', '%2F') }, { weight: 1, arbitrary: fc.constantFrom(...BROKEN_ENCODINGS, ...BROKEN_ENCODINGS.map((e) => `/${e}`)) }),
       query: validQuery(op),
       queryMutations: fc.oneof({ weight: 3, arbitrary: fc.constant<QueryMutation[]>([]) }, { weight: 2, arbitrary: fc.array(queryMutation, { minLength: 1, maxLength: 3 }) }),
       body: hasBody ? validBody(op) : fc.constant(undefined),

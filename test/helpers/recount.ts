@@ -4,7 +4,8 @@ import type { Db } from '../../src/db/transaction.ts';
 import { commissionTakenBack } from '../../src/domain/commission.ts';
 
 // Every stored counter of a program, compared with a recount from the rows it summarises:
-// what any mix of sales, edits, refunds and deletes must leave exact.
+// what any mix of sales, edits, refunds and deletes must leave exact. Clicks are recounted
+// from both the raw rows (so not after a purge) and the daily counts.
 
 type Row = Record<string, unknown>;
 
@@ -21,6 +22,7 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     .select(['a.id', 'a.number_of_referred_users as referred', 'a.total_commission_earned as commission', 'a.number_of_clicks as clicks'])
     .select((eb) => [
       eb.selectFrom('clicks as c').select(eb.fn.countAll().as('n')).whereRef('c.affiliate_id', '=', 'a.id').as('recounted_clicks'),
+      eb.selectFrom('click_days as d').select(sql<number>`coalesce(sum(d.clicks), 0)`.as('n')).whereRef('d.affiliate_id', '=', 'a.id').as('daily_clicks'),
       eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.affiliate_id', '=', 'a.id').as('recounted_referred'),
       eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('c')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_commission'),
     ])
@@ -28,8 +30,8 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     .execute();
   for (const a of plain(affiliates)) {
     assert.deepEqual(
-      { referred: a.referred, commission: a.commission, clicks: a.clicks },
-      { referred: a.recounted_referred, commission: a.recounted_commission, clicks: a.recounted_clicks },
+      { referred: a.referred, commission: a.commission, clicks: a.clicks, dailyClicks: a.clicks },
+      { referred: a.recounted_referred, commission: a.recounted_commission, clicks: a.recounted_clicks, dailyClicks: a.daily_clicks },
       `affiliate ${a.id}`,
     );
   }
@@ -39,6 +41,7 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     .select(['l.id', 'l.referrals', 'l.sales', 'l.total_revenue as revenue', 'l.clicks'])
     .select((eb) => [
       eb.selectFrom('clicks as c').select(eb.fn.countAll().as('n')).whereRef('c.link_id', '=', 'l.id').as('recounted_clicks'),
+      eb.selectFrom('click_days as d').select(sql<number>`coalesce(sum(d.clicks), 0)`.as('n')).whereRef('d.link_id', '=', 'l.id').as('daily_clicks'),
       eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.link_id', '=', 'l.id').as('recounted_referrals'),
       eb.selectFrom('sales as s').select(eb.fn.countAll().as('n')).whereRef('s.link_id', '=', 'l.id').as('recounted_sales'),
       eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.total_earned - s.refunded_amount), 0)`.as('r')).whereRef('s.link_id', '=', 'l.id').as('recounted_revenue'),
@@ -47,8 +50,8 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     .execute();
   for (const l of plain(links)) {
     assert.deepEqual(
-      { referrals: l.referrals, sales: l.sales, revenue: l.revenue, clicks: l.clicks },
-      { referrals: l.recounted_referrals, sales: l.recounted_sales, revenue: l.recounted_revenue, clicks: l.recounted_clicks },
+      { referrals: l.referrals, sales: l.sales, revenue: l.revenue, clicks: l.clicks, dailyClicks: l.clicks },
+      { referrals: l.recounted_referrals, sales: l.recounted_sales, revenue: l.recounted_revenue, clicks: l.recounted_clicks, dailyClicks: l.daily_clicks },
       `link ${l.id}`,
     );
   }

@@ -35,6 +35,16 @@ export class WebClient {
     return { status: response.status, headers: response.headers, text: await response.text(), location: response.headers.get('location') };
   }
 
+  /** The value of a cookie the server set, as the browser keeps it (undefined when it has none). */
+  cookie(name: string): string | undefined {
+    return this.cookies.get(name);
+  }
+
+  /** Puts a cookie in the jar, as a browser would send one copied from elsewhere (or forged). */
+  setCookie(name: string, value: string): void {
+    this.cookies.set(name, value);
+  }
+
   get(path: string): Promise<WebResponse> {
     return this.request('GET', path);
   }

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { isExecutableFile } from '../helpers/executables.ts';
 import { join } from 'node:path';
+import { issueToken, revokeToken } from '../../src/modules/tokens/token.service.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { createTestDatabase, postgresAdminUrl, testDialect, type TestDatabase } from '../helpers/test-database.ts';
 import { apiClient, type ApiClient } from '../helpers/test-server.ts';
@@ -100,6 +101,15 @@ describe('behind PgBouncer (transaction pooling)', { skip: (testDialect !== 'pos
     );
     assert.deepEqual(tally(outcomes), { '201': 30, '422 promo_code_exhausted': 90 });
     assert.equal((await clients[0]!.get('/promotional-codes?code=POOL30')).body.timesRedeemed, 30);
+  });
+
+  it('refuses a revoked key on the next request: LISTEN cannot hear through the pooler, so the token cache is not trusted', async () => {
+    const key = await issueToken(direct.db, { programId: tenant.programId, name: 'revoked behind the pooler', kind: 'api_key' });
+    const viaBouncer = servers.map((s) => apiClient(s.url, key.token, tenant.programId));
+    for (const client of viaBouncer) assert.equal((await client.get('/me')).status, 200);
+    // Revoked straight on PostgreSQL, announced as every revocation is.
+    await revokeToken(direct.db, key.id);
+    for (const client of viaBouncer) assert.equal((await client.get('/me')).status, 401);
   });
 
   it('keeps idempotency keys and counters exact', async () => {

@@ -48,12 +48,15 @@ async function createSaleWithApi(client: ApiClient, affiliateId: string, totalEa
 
 const BROWSER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36';
 
-/** A click as /tracker.js reports it from a landing page of the program's domain. */
-async function trackClick(programId: string, domain: string, link: string, visitorId: string, userAgent = BROWSER_AGENT) {
+/**
+ * A click as /tracker.js reports it from a landing page of the program's domain. The server
+ * tells visitors apart by address and browser: here every visitor has a browser of its own.
+ */
+async function trackClick(programId: string, domain: string, link: string, visitor: string, userAgent = `${BROWSER_AGENT} ${visitor}`) {
   const response = await fetch(`${test.url}/api/track/click?programId=${programId}`, {
     method: 'POST',
     headers: { 'content-type': 'text/plain', origin: `https://${domain}`, 'user-agent': userAgent },
-    body: JSON.stringify({ url: `https://${domain}/?ref=${link}`, visitorId }),
+    body: JSON.stringify({ url: `https://${domain}/?ref=${link}` }),
   });
   const text = await response.text();
   assert.equal(response.status, 200, text);
@@ -507,15 +510,15 @@ describe('dashboard: overview, referrals and sales', () => {
     assert.doesNotMatch(page, /style=/, 'no inline styles (the CSP forbids them)');
     // A day with clicks and no sale has its row too.
     const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
-    await rawDb(test).updateTable('clicks').set({ day: yesterday }).where('program_id', '=', id).execute();
+    await rawDb(test).updateTable('click_days').set({ day: yesterday }).where('program_id', '=', id).execute();
     assert.match(await owner.page(base), new RegExp(`<th scope="row">${yesterday}</th><td class="num">0</td><td class="num">\\$0\\.00</td><td class="num">\\$0\\.00</td><td class="num">5</td></tr>`));
     // The series covers the chart's window only; the totals are the stored counters.
-    await rawDb(test).updateTable('clicks').set({ day: '2020-01-01' }).where('program_id', '=', id).execute();
+    await rawDb(test).updateTable('click_days').set({ day: '2020-01-01' }).where('program_id', '=', id).execute();
     const older = await owner.page(base);
     assert.match(older, new RegExp(`<th scope="row">${today}</th>(?:<td class="num">[^<]*</td>){3}<td class="num">0</td></tr>`));
     assert.match(older, /<desc id="chart-desc">[^<]* No clicks\.<\/desc>/);
     assert.equal(stat(older, 'clicks'), '5');
-    await rawDb(test).updateTable('clicks').set({ day: today }).where('program_id', '=', id).execute();
+    await rawDb(test).updateTable('click_days').set({ day: today }).where('program_id', '=', id).execute();
 
     // The affiliate's page: its clicks, its rate, and each link's clicks.
     const annPage = await owner.page(`${base}/affiliates/${ann.id}`);

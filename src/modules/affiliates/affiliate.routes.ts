@@ -3,8 +3,8 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
-import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget } from './affiliate.schema.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget, UpdateAffiliateTarget } from './affiliate.schema.ts';
 import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliateFromApi } from './affiliate.service.ts';
 
 const affiliates = oneOrMany(AffiliateSchema);
@@ -48,10 +48,12 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: 'Change an affiliate found by id or affiliateId: names, email, own link, rate, payout e-mail, status ("ACTIVE"/"INACTIVE" too)',
+        summary: 'Change an affiliate found by id or affiliateId (in the body or the query): names, email, own link, rate, payout e-mail, status ("ACTIVE"/"INACTIVE" too)',
+        querystring: UpdateAffiliateTarget,
         body: ApiUpdateAffiliateBody,
         response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
       },
+      preValidation: targetFromQuery(UpdateAffiliateTarget),
     },
     async (request) => updateAffiliateFromApi(db, request.auth.program, request.body),
   );

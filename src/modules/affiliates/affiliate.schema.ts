@@ -65,6 +65,9 @@ export const ApiUpdateAffiliateBody = Type.Object({
 });
 export type ApiUpdateAffiliateBody = Static<typeof ApiUpdateAffiliateBody>;
 
+/** PUT /affiliates names the affiliate by `id` (or `affiliateId`) in the body or the query. */
+export const UpdateAffiliateTarget = Type.Object({ id: Type.Optional(Uuid), affiliateId: Type.Optional(Uuid) });
+
 /** DELETE /affiliates: `id` or `affiliateId`, in the query or a JSON body; `force` takes what they earned with them. */
 export const DeleteAffiliateTarget = deleteTargetSchema({ id: Type.Optional(Uuid), affiliateId: Type.Optional(Uuid) });
 

@@ -12,8 +12,8 @@ import type { ProgramContext } from '../programs/program.service.ts';
 import { normaliseEmail } from '../users/user.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import { findLink, insertLink, newLinkRow, renameLink } from '../links/link.repository.ts';
-import { getLink } from '../links/link.service.ts';
-import { deleteSalesOf } from '../sales/sale.repository.ts';
+import { getLink, serializeLink } from '../links/link.service.ts';
+import { deleteSalesOf, type SaleCredit } from '../sales/sale.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 import { countSales } from '../sales/sale-counters.ts';
 import { assertValidBody } from '../../http/validation.ts';
@@ -204,12 +204,34 @@ export async function deleteAffiliate(db: Db, program: ProgramContext, target: {
         throw hasDependents(`The affiliate has ${referrals} referral(s), ${sales} sale(s) and ${codes} promotional code(s); deleting them deletes their referrals and sales and unassigns their codes.`);
       }
     }
-    await countSales(tx, await deleteSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id }), -1);
+    const voided = await deleteSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id });
+    await countSales(tx, voided, -1);
     await deleteAffiliateRow(tx, id);
+    const now = program.clock().toISOString();
+    await announceTotalsChangedByCascade(tx, program, voided, now);
     const deleted = serializeAffiliate(row, program);
-    await recordEvent(tx, program.id, 'affiliate.deleted', deleted, program.clock().toISOString());
+    await recordEvent(tx, program.id, 'affiliate.deleted', deleted, now);
     return deleted;
   });
+}
+
+/**
+ * Sales voided by a forced delete have no events of their own (the deleted record's event
+ * stands for them), but the totals they leave may belong to affiliates and links the deleted
+ * record does not name: each of those says so with its own `*.updated` event, in the delete's
+ * transaction, so a subscriber that mirrors them never keeps a total that changed silently.
+ */
+export async function announceTotalsChangedByCascade(tx: Tx, program: ProgramContext, voided: SaleCredit[], now: string): Promise<void> {
+  const affiliateIds = new Set(voided.filter((credit) => credit.commission !== 0).map((credit) => credit.affiliate_id));
+  const linkIds = new Set(voided.flatMap((credit) => (credit.link_id === null ? [] : [credit.link_id])));
+  for (const affiliateId of affiliateIds) {
+    const affiliate = await findAffiliate(tx, program.id, { id: affiliateId });
+    if (affiliate) await recordEvent(tx, program.id, 'affiliate.updated', serializeAffiliate(affiliate, program), now);
+  }
+  for (const linkId of linkIds) {
+    const link = await findLink(tx, program.id, { id: linkId });
+    if (link) await recordEvent(tx, program.id, 'link.updated', serializeLink(link, program), now);
+  }
 }
 
 /**

@@ -3,10 +3,10 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
 import { CouponSchema } from '../promotional-codes/promotional-code.schema.ts';
 import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
-import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';
+import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody, UpdateCouponTarget } from './coupon.schema.ts';
 import { createCoupon, deleteCoupon, getCoupon, getCouponPage, updateCoupon } from './coupon.service.ts';
 
 const coupons = oneOrMany(CouponSchema);
@@ -50,10 +50,12 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Coupons'],
-        summary: 'Update a coupon found by id (or couponId); its discount terms cannot change',
+        summary: 'Update a coupon found by id (or couponId, in the body or the query); its discount terms cannot change',
+        querystring: UpdateCouponTarget,
         body: UpdateCouponBody,
         response: { 200: CouponSchema, ...errorResponses(404, 409) },
       },
+      preValidation: targetFromQuery(UpdateCouponTarget),
     },
     async (request) => updateCoupon(db, request.auth.program, request.body),
   );

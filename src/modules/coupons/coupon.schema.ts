@@ -80,6 +80,9 @@ export const UpdateCouponBody = Type.Object({
 });
 export type UpdateCouponBody = Static<typeof UpdateCouponBody>;
 
+/** PUT /coupons names the coupon by `id` (or `couponId`) in the body or the query. */
+export const UpdateCouponTarget = Type.Object({ id: Type.Optional(Uuid), couponId: Type.Optional(Uuid) });
+
 /** DELETE /coupons names the coupon by `id` (or `couponId`), in the query or a JSON body. */
 export const DeleteCouponTarget = deleteTargetSchema({
   id: Type.Optional(Uuid),

@@ -1,9 +1,7 @@
 import { sql } from 'kysely';
-import { toIso, type Clock } from '../../domain/clock.ts';
+import { toIso } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { timestampValue } from '../../db/dialect.ts';
-import { deleteInBatches } from '../../db/batched-delete.ts';
 
 /** Every event type of CONTRACT.md; a subscription may name any of them before it first occurs. */
 export const EVENT_TYPES = [
@@ -61,8 +59,10 @@ export async function recordEvents(tx: Tx, programId: string, type: EventType, d
 const SEQUENCE_BATCH = 1000;
 
 /**
- * Numbers committed events that have no sequence yet, in one short transaction, and creates
- * their deliveries to the program's subscriptions. Returns how many events it numbered.
+ * Numbers committed events that have no sequence yet, in one short transaction. Returns how
+ * many events it numbered. Deliveries to subscriptions are made later, program by program, by
+ * the webhook worker (webhooks/fan-out.ts): numbering stays cheap and bounded wherever it runs,
+ * a poll included.
  *
  * Why numbers are given after commit rather than by a database sequence at insert: on
  * PostgreSQL, concurrent transactions draw sequence values in one order and commit in another,
@@ -73,7 +73,7 @@ const SEQUENCE_BATCH = 1000;
  * both dialects (SQLite has one writer at a time anyway), and writers never wait on each other
  * for it: the cost is one extra statement per batch, paid by the worker.
  */
-export async function sequenceEvents(db: Db, clock: Clock): Promise<number> {
+export async function sequenceEvents(db: Db): Promise<number> {
   return inTransaction(db, async (tx) => {
     // Taking the row lock first: a concurrent sequencer waits here until this one commits.
     const state = await tx
@@ -93,28 +93,8 @@ export async function sequenceEvents(db: Db, clock: Clock): Promise<number> {
     const count = Number(numbered.numAffectedRows ?? 0n);
     if (count === 0) return 0;
     await tx.updateTable('outbox_state').set({ last_sequence: last + count }).where('id', '=', 1).execute();
-    await fanOut(tx, last, last + count, clock());
     return count;
   });
-}
-
-/**
- * One pending delivery per (new event, subscription of its program that wants its type).
- * Subscriptions made after the event are skipped; disabled ones still get theirs, held until
- * the endpoint is re-enabled, so re-enabling delivers what it missed. `webhook.test` goes only where it is sent.
- * Subscriptions store their types as a JSON array, so `"type"` with its quotes matches whole names.
- */
-async function fanOut(tx: Tx, after: number, upTo: number, now: Date): Promise<void> {
-  const at = timestampValue(tx, now.toISOString());
-  await sql`
-    insert into webhook_deliveries (webhook_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
-    select w.id, e.id, case when w.disabled_at is null then 'pending' else 'held' end, 0, ${at}, ${at}, ${at}
-    from events e join webhooks w on w.program_id = e.program_id
-    where e.sequence > ${after} and e.sequence <= ${upTo}
-      and e.type <> 'webhook.test'
-      and w.created_at <= e.created_at
-      and (w.events = '["*"]' or w.events like '%"' || e.type || '"%')
-    order by e.sequence, w.id`.execute(tx);
 }
 
 export interface EventRow {
@@ -141,33 +121,65 @@ export async function hasUnsequencedEvents(db: Db): Promise<boolean> {
   return row !== undefined;
 }
 
-/** A program's numbered events after a sequence, oldest first (polling). */
-export function listEventsAfter(db: Db, programId: string, query: { after: number; types?: string[]; limit: number }): Promise<EventRow[]> {
-  let q = db
-    .selectFrom('events')
-    .select(['id', 'program_id', 'type', 'data', 'created_at', 'sequence'])
-    .where('program_id', '=', programId)
-    .where('sequence', '>', query.after);
-  // Deduplicated, the list is bounded by EVENT_TYPES whatever the query string repeats.
-  if (query.types && query.types.length > 0) q = q.where('type', 'in', [...new Set(query.types)]);
-  return q.orderBy('sequence').limit(query.limit).execute();
-}
+/** Rows read per statement while filling a page of events, so a page never reads far past its byte budget. */
+const EVENT_READ_CHUNK = 50;
 
 /**
- * Deletes events created before `cutoff` (their deliveries and attempts go with them), a
- * program and a batch at a time, over the (program_id, created_at) index every event already
- * has, so no index is kept on every event for a job that runs every few minutes.
+ * A program's numbered events after a sequence, oldest first (polling): at most `limit` of them
+ * and, past the first, no more than `maxBytes` of envelope JSON — a page of large events stops
+ * early and the caller's next page resumes after its last event.
+ */
+export async function listEventsAfter(
+  db: Db,
+  programId: string,
+  query: { after: number; types?: string[]; limit: number; maxBytes: number },
+): Promise<{ envelopes: string[]; lastSequence: number }> {
+  // Deduplicated, the list is bounded by EVENT_TYPES whatever the query string repeats.
+  const types = query.types && query.types.length > 0 ? [...new Set(query.types)] : undefined;
+  const envelopes: string[] = [];
+  let bytes = 2; // the array's brackets
+  let after = query.after;
+  const page = () => ({ envelopes, lastSequence: after });
+  for (;;) {
+    const want = Math.min(EVENT_READ_CHUNK, query.limit - envelopes.length);
+    let q = db
+      .selectFrom('events')
+      .select(['id', 'program_id', 'type', 'data', 'created_at', 'sequence'])
+      .where('program_id', '=', programId)
+      .where('sequence', '>', after);
+    if (types) q = q.where('type', 'in', types);
+    const rows = await q.orderBy('sequence').limit(want).execute();
+    for (const row of rows) {
+      const json = envelopeJson(row);
+      const size = Buffer.byteLength(json) + (envelopes.length > 0 ? 1 : 0); // and its comma
+      if (envelopes.length > 0 && bytes + size > query.maxBytes) return page();
+      envelopes.push(json);
+      bytes += size;
+      after = Number(row.sequence);
+    }
+    if (rows.length < want || envelopes.length >= query.limit) return page();
+  }
+}
+
+/** Events deleted per statement by the purge (bound parameters stay few). */
+const PURGE_BATCH = 500;
+
+/**
+ * Deletes events created before `cutoff` (their deliveries and attempts go with them), oldest
+ * sequence first, a batch at a time, over the sequence index every event already has: one
+ * statement pair per batch, whatever the number of programs. Numbers follow commit order, so
+ * the walk stops at the first event still young; a rare older straggler numbered after it goes
+ * at a later purge.
  */
 export async function purgeEventsBefore(db: Db, cutoff: string): Promise<number> {
   let total = 0;
-  const programs = await db.selectFrom('programs').select('id').execute();
-  for (const { id: programId } of programs) {
-    total += await deleteInBatches((limit) =>
-      db
-        .deleteFrom('events')
-        .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('program_id', '=', programId).where('created_at', '<', cutoff).limit(limit))
-        .executeTakeFirst(),
-    );
+  for (;;) {
+    const oldest = await db.selectFrom('events').select(['id', 'created_at']).where('sequence', 'is not', null).orderBy('sequence').limit(PURGE_BATCH).execute();
+    const young = oldest.findIndex((row) => toIso(row.created_at) >= cutoff);
+    const old = young === -1 ? oldest : oldest.slice(0, young);
+    if (old.length === 0) return total;
+    await db.deleteFrom('events').where('id', 'in', old.map((row) => row.id)).execute();
+    total += old.length;
+    if (old.length < PURGE_BATCH) return total;
   }
-  return total;
 }

@@ -3,8 +3,8 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
-import { AffiliateLinkSchema, CreateLinkBody, DeleteLinkTarget, LinksQuery, UpdateLinkBody } from './link.schema.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { AffiliateLinkSchema, CreateLinkBody, DeleteLinkTarget, LinksQuery, UpdateLinkBody, UpdateLinkTarget } from './link.schema.ts';
 import { createLink, deleteLink, findOneLink, getLinkPage, serializeLink, updateLink } from './link.service.ts';
 
 const links = oneOrMany(AffiliateLinkSchema);
@@ -28,10 +28,12 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Links'],
-        summary: 'Change the string of a link found by id or current link',
+        summary: 'Change the string of a link found by id or current link (in the body or the query)',
+        querystring: UpdateLinkTarget,
         body: UpdateLinkBody,
         response: { 200: AffiliateLinkSchema, ...errorResponses(404, 409) },
       },
+      preValidation: targetFromQuery(UpdateLinkTarget),
     },
     async (request) => updateLink(db, request.auth.program, request.body),
   );

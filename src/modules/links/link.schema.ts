@@ -43,6 +43,9 @@ export const LinksQuery = Type.Object({
 });
 export type LinksQuery = Static<typeof LinksQuery>;
 
+/** PUT /links names the link by `id` or its current `link`, in the body or the query. */
+export const UpdateLinkTarget = Type.Object({ id: Type.Optional(Uuid), link: Type.Optional(LinkString) });
+
 /** DELETE /links names the link by `id` or `link`, in the query or a JSON body. */
 export const DeleteLinkTarget = deleteTargetSchema({
   id: Type.Optional(Uuid),

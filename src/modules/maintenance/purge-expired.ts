@@ -1,6 +1,8 @@
+import type { Config } from '../../config.ts';
 import type { Db } from '../../db/transaction.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
 import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
+import { purgeClicksBefore } from '../tracking/click.repository.ts';
 
 /** How long a stored Idempotency-Key answer is replayed (docs/api.md). */
 export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
@@ -10,15 +12,24 @@ export interface PurgedCounts {
   authorizationCodes: number;
   idempotencyKeys: number;
   attemptCounters: number;
+  clicks: number;
 }
+
+/** How long what the purge deletes is kept, where the operator decides. */
+export type Retention = Pick<Config, 'clickRetentionDays'>;
+
+/** CLICK_RETENTION_DAYS' default, for a caller that passes no configuration. */
+const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
 
 /**
  * Deletes what has expired: browser sessions past their expiry, connect-flow authorization
  * codes past theirs (used or not: a used code is kept until then so a replay is still
- * recognised), Idempotency-Key records older than their 24 hours, and attempt counters whose
- * window has ended. Run by the worker.
+ * recognised), Idempotency-Key records older than their 24 hours, attempt counters whose
+ * window has ended, and click rows of UTC days more than `clickRetentionDays` back (the
+ * once-a-day dedupe needs only today's; the counters and daily counts keep every click).
+ * Run by the worker.
  */
-export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
+export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION): Promise<PurgedCounts> {
   const nowIso = now.toISOString();
   const idempotencyCutoff = new Date(now.getTime() - IDEMPOTENCY_KEPT_MS).toISOString();
   return {
@@ -26,6 +37,7 @@ export async function purgeExpired(db: Db, now: Date): Promise<PurgedCounts> {
     authorizationCodes: await inBatches(db, 'authorization_codes', 'code_hash', 'expires_at', nowIso),
     idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff),
     attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString()),
+    clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
   };
 }
 

@@ -2,11 +2,11 @@ import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
 import { isCurrencyCode } from '../../domain/money.ts';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
-import type { Db } from '../../db/transaction.ts';
+import { inTransaction, type Db } from '../../db/transaction.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
 import { invalidField, notFound } from '../../domain/errors.ts';
-import { forgetCachedTokens } from '../tokens/token-cache.ts';
+import { announceTokenChange } from '../tokens/token-cache.ts';
 
 /** What every API request knows about the token's program. */
 export interface ProgramContext {
@@ -214,7 +214,9 @@ export async function updateProgram(db: Db, userId: string, programId: string, i
   if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {
     throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);
   }
-  await db.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
-  forgetCachedTokens(); // a token's cached answer carries its program's settings
+  await inTransaction(db, async (tx) => {
+    await tx.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+    await announceTokenChange(tx); // a token's cached answer carries its program's settings
+  });
   return (await findUserProgram(db, userId, programId))!;
 }

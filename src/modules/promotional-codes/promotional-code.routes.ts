@@ -4,7 +4,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
 import {
   BulkCreatePromotionalCodesBody,
   CreatePromotionalCodeBody,
@@ -12,6 +12,7 @@ import {
   PromotionalCodeSchema,
   PromotionalCodesQuery,
   UpdatePromotionalCodeBody,
+  UpdatePromotionalCodeTarget,
 } from './promotional-code.schema.ts';
 import { serializeCodes } from './promotional-code.serializer.ts';
 import {
@@ -67,10 +68,12 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'Update a promotional code (its coupon cannot change)',
+        summary: 'Update a promotional code found by promotionalCodeId (in the body or the query); its coupon cannot change',
+        querystring: UpdatePromotionalCodeTarget,
         body: UpdatePromotionalCodeBody,
         response: { 200: PromotionalCodeSchema, ...errorResponses(404, 409) },
       },
+      preValidation: targetFromQuery(UpdatePromotionalCodeTarget),
     },
     async (request) => updatePromotionalCode(db, request.auth.program, request.body),
   );

@@ -99,6 +99,9 @@ export const PromotionalCodesQuery = Type.Object({
 });
 export type PromotionalCodesQuery = Static<typeof PromotionalCodesQuery>;
 
+/** PUT /promotional-codes names the code by `promotionalCodeId` in the body or the query (`code` in its body is the new string). */
+export const UpdatePromotionalCodeTarget = Type.Object({ promotionalCodeId: Type.Optional(Uuid) });
+
 /** DELETE /promotional-codes names the code by `id` (or `promotionalCodeId`) or `code`, in the query or a JSON body. */
 export const DeletePromotionalCodeTarget = deleteTargetSchema({
   id: Type.Optional(Uuid),

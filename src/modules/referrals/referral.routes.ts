@@ -3,8 +3,8 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
-import { CreateReferralBody, DeleteReferralTarget, ReferralSchema, ReferralsQuery, UpdateReferralBody } from './referral.schema.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { CreateReferralBody, DeleteReferralTarget, ReferralSchema, ReferralsQuery, UpdateReferralBody, UpdateReferralTarget } from './referral.schema.ts';
 import { createReferral, deleteReferral, getReferral, getReferralPage, serializeReferral, updateReferral } from './referral.service.ts';
 
 const referrals = oneOrMany(ReferralSchema);
@@ -49,10 +49,12 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'Change a referral found by referralId: name, email, referredUserExternalId, plan or status',
+        summary: 'Change a referral found by referralId (or id, in the body or the query): name, email, referredUserExternalId, plan or status',
+        querystring: UpdateReferralTarget,
         body: UpdateReferralBody,
         response: { 200: ReferralSchema, ...errorResponses(404, 409) },
       },
+      preValidation: targetFromQuery(UpdateReferralTarget),
     },
     async (request) => updateReferral(db, request.auth.program, request.body),
   );

@@ -51,5 +51,8 @@ export const UpdateReferralBody = Type.Object({
 });
 export type UpdateReferralBody = Static<typeof UpdateReferralBody>;
 
+/** PUT /referrals names the referral by `referralId` (or `id`) in the body or the query. */
+export const UpdateReferralTarget = Type.Object({ referralId: Type.Optional(Uuid), id: Type.Optional(Uuid) });
+
 /** DELETE /referrals: `id` or `referralId`, in the query or a JSON body; `force` takes its sales with it. */
 export const DeleteReferralTarget = deleteTargetSchema({ id: Type.Optional(Uuid), referralId: Type.Optional(Uuid) });

@@ -11,7 +11,7 @@ import { normaliseEmail } from '../users/user.service.ts';
 import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { addToLinkCounters, findLink } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
-import { resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
+import { announceTotalsChangedByCascade, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { countSalesOf, deleteSalesOf } from '../sales/sale.repository.ts';
 import { countSales } from '../sales/sale-counters.ts';
 import {
@@ -273,12 +273,16 @@ export async function deleteReferral(db: Db, program: ProgramContext, target: { 
       const sales = await countSalesOf(tx, program.id, { referralId: id });
       if (sales > 0) throw hasDependents(`The referral has ${sales} sale${sales === 1 ? '' : 's'}; deleting it voids them.`);
     }
-    await countSales(tx, await deleteSalesOf(tx, program.id, { referralId: id }), -1);
+    const voided = await deleteSalesOf(tx, program.id, { referralId: id });
+    await countSales(tx, voided, -1);
     await deleteReferralRow(tx, id);
     await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: -1, commission: 0 });
     if (row.link_id !== null) await addToLinkCounters(tx, row.link_id, { referrals: -1, sales: 0, revenue: 0 });
+    const now = program.clock().toISOString();
+    // referral.deleted names its own affiliate; a sale of it credited to another one is announced.
+    await announceTotalsChangedByCascade(tx, program, voided.filter((credit) => credit.affiliate_id !== row.affiliate_id), now);
     const deleted = serializeReferral(row);
-    await recordEvent(tx, program.id, 'referral.deleted', deleted, program.clock().toISOString());
+    await recordEvent(tx, program.id, 'referral.deleted', deleted, now);
     return deleted;
   });
 }

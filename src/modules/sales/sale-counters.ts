@@ -1,4 +1,6 @@
 import type { Tx } from '../../db/transaction.ts';
+import { invalidField } from '../../domain/errors.ts';
+import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 import { addToAffiliateCounters } from '../affiliates/affiliate.repository.ts';
 import { addToLinkCounters } from '../links/link.repository.ts';
 import type { SaleCredit, SaleRow } from './sale.repository.ts';
@@ -19,17 +21,29 @@ export function creditOf(row: SaleRow): SaleCredit {
  * counters change, so every path (sale, edit, refund, void, cascade) keeps them equal to a
  * recount of the rows.
  */
-export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true): Promise<void> {
+export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true, pointer = '#/totalEarned'): Promise<void> {
   for (const credit of credits) {
-    if (credit.commission !== 0) await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission });
+    if (credit.commission !== 0 && !(await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission }))) {
+      throw counterLimit(pointer, "the affiliate's totalCommissionEarned");
+    }
     if (credit.link_id !== null && (countsAsSale || credit.revenue !== 0)) {
-      await addToLinkCounters(tx, credit.link_id, { referrals: 0, sales: countsAsSale ? sign : 0, revenue: sign * credit.revenue });
+      if (!(await addToLinkCounters(tx, credit.link_id, { referrals: 0, sales: countsAsSale ? sign : 0, revenue: sign * credit.revenue }))) {
+        throw counterLimit(pointer, "the link's totalRevenue");
+      }
     }
   }
 }
 
+/**
+ * A sale that would take a total past MAX_MINOR_UNITS is refused (the transaction rolls back):
+ * a larger total would be stored exactly but answered as a JSON number that drifted.
+ */
+function counterLimit(pointer: string, total: string) {
+  return invalidField(pointer, `would take ${total} past ${MAX_MINOR_UNITS} minor units, the largest total kept exactly`);
+}
+
 /** The counters' share of an edit or refund: the sale stays, what it adds changes. */
-export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow): Promise<void> {
+export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow, pointer?: string): Promise<void> {
   const [was, is] = [creditOf(before), creditOf(after)];
-  return countSales(tx, [{ ...is, revenue: is.revenue - was.revenue, commission: is.commission - was.commission }], 1, false);
+  return countSales(tx, [{ ...is, revenue: is.revenue - was.revenue, commission: is.commission - was.commission }], 1, false, pointer);
 }

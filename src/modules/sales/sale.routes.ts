@@ -3,8 +3,8 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget } from '../../http/request-target.ts';
-import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody } from './sale.schema.ts';
+import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody, UpdateSaleTarget } from './sale.schema.ts';
 import { createSale, getSale, getSalePage, refundSale, serializeSale, updateSale, voidSale } from './sale.service.ts';
 
 const sales = oneOrMany(SaleSchema);
@@ -49,10 +49,12 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Sales'],
-        summary: 'Change a sale found by saleId: name, email, totalEarned or commissionRate (commission and counters follow)',
+        summary: 'Change a sale found by saleId (or id, in the body or the query): name, email, totalEarned or commissionRate (commission and counters follow)',
+        querystring: UpdateSaleTarget,
         body: UpdateSaleBody,
         response: { 200: SaleSchema, ...errorResponses(404) },
       },
+      preValidation: targetFromQuery(UpdateSaleTarget),
     },
     async (request) => updateSale(db, request.auth.program, request.body),
   );

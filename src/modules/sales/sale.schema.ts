@@ -55,6 +55,9 @@ export const UpdateSaleBody = Type.Object({
 });
 export type UpdateSaleBody = Static<typeof UpdateSaleBody>;
 
+/** PUT /sales names the sale by `saleId` (or `id`) in the body or the query. */
+export const UpdateSaleTarget = Type.Object({ saleId: Type.Optional(SaleId), id: Type.Optional(SaleId) });
+
 /** DELETE /sales voids a sale: `id` or `saleId`, in the query or a JSON body. */
 export const DeleteSaleTarget = Type.Object({ id: Type.Optional(SaleId), saleId: Type.Optional(SaleId) });
 

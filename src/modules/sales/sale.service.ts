@@ -228,7 +228,7 @@ export async function updateSale(db: Db, program: ProgramContext, body: UpdateSa
       refunded_commission: after.refunded_commission,
       updated_at: now,
     });
-    await recountEditedSale(tx, before, after);
+    await recountEditedSale(tx, before, after, body.totalEarned === undefined ? '#/commissionRate' : '#/totalEarned');
     const sale = serializeSale(after, program);
     await recordEvent(tx, program.id, 'sale.updated', sale, now);
     return sale;

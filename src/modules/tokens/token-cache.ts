@@ -1,10 +1,27 @@
+import { sql } from 'kysely';
+import { dialectOf } from '../../db/dialect.ts';
+import { afterCommit, type Tx } from '../../db/transaction.ts';
 import type { Authenticated } from './token.service.ts';
 
 // Every API call authenticates its bearer token; caching the answer for a few seconds saves
-// that statement on almost every request. Revocation is honoured at once on the process that
-// revokes (the whole cache is dropped after the revoking transaction commits, as it is after a
-// program's settings change); another process may honour it up to the cache's lifetime later
-// (docs/api.md). Only valid tokens are cached, so unknown ones cannot fill it.
+// that statement on almost every request. Revocation is honoured at once on every process: the
+// process that revokes (or changes a program) drops its whole cache after the transaction
+// commits, and tells the others through the database (announceTokenChange: NOTIFY on
+// PostgreSQL, which every serving process LISTENs for; on SQLite each process checks the
+// file's data_version before it trusts the cache — db/change-watch.ts). Only valid tokens are
+// cached, so unknown ones cannot fill it.
+
+/** The channel token and program changes are announced on (PostgreSQL LISTEN/NOTIFY). */
+export const TOKEN_CHANGE_CHANNEL = 'tandem_token_changes';
+
+/**
+ * In the changing transaction: every process forgets its cached tokens once it commits (this
+ * one on commit; others through the notification, which PostgreSQL delivers only on commit).
+ */
+export async function announceTokenChange(tx: Tx): Promise<void> {
+  if (dialectOf(tx) === 'postgres') await sql`select pg_notify(${TOKEN_CHANGE_CHANNEL}, '')`.execute(tx);
+  afterCommit(tx, forgetCachedTokens);
+}
 
 const MAX_ENTRIES = 10_000;
 const entries = new Map<string, { auth: Authenticated; until: number }>();

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
-import { afterCommit, inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { cacheAuth, cachedAuth, cacheGeneration, forgetCachedTokens } from './token-cache.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { announceTokenChange, cacheAuth, cachedAuth, cacheGeneration } from './token-cache.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -65,7 +65,7 @@ export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock,
   const result = await update.executeTakeFirst();
   if (result.numUpdatedRows === 0n) return false;
   await deleteWebhooksOfToken(tx, tokenId);
-  afterCommit(tx, forgetCachedTokens);
+  await announceTokenChange(tx);
   return true;
 }
 
@@ -74,14 +74,24 @@ export interface Authenticated {
   program: ProgramContext;
 }
 
+export interface TokenCacheOptions {
+  /** How long a valid token's answer is reused, ms; 0 looks it up every time. */
+  cacheMs: number;
+  /** Whether the cache is current (no change by another process missed): db/change-watch.ts. */
+  trustCache: () => boolean;
+}
+
+const noCache: TokenCacheOptions = { cacheMs: 0, trustCache: () => false };
+
 /**
  * Resolves a presented bearer token to its program, or null when unknown or revoked. A valid
- * token's answer is reused for `cacheMs` (token-cache.ts); 0 looks it up every time.
+ * token's answer is reused for `cacheMs` while the cache can be trusted (token-cache.ts).
  */
-export async function authenticateToken(db: Db, token: string, cacheMs = 0, clock: Clock = systemClock): Promise<Authenticated | null> {
+export async function authenticateToken(db: Db, token: string, cache: TokenCacheOptions = noCache, clock: Clock = systemClock): Promise<Authenticated | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   const tokenHash = hashToken(token);
   const startedAt = clock().getTime();
+  const cacheMs = cache.cacheMs > 0 && cache.trustCache() ? cache.cacheMs : 0;
   const cached = cacheMs > 0 ? cachedAuth(tokenHash, startedAt) : null;
   if (cached) return cached;
   const generation = cacheGeneration();

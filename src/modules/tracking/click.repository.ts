@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
+import { deleteInBatches } from '../../db/batched-delete.ts';
 import type { ClicksTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
+import { newId } from '../../domain/ids.ts';
 
 /** Records a click unless the visitor already clicked the link that UTC day; true when counted. */
 export async function insertClickOnce(tx: Tx, row: ClicksTable): Promise<boolean> {
@@ -13,9 +15,15 @@ export async function insertClickOnce(tx: Tx, row: ClicksTable): Promise<boolean
   return inserted !== undefined;
 }
 
-export async function addClickToCounters(tx: Tx, affiliateId: string, linkId: string): Promise<void> {
-  await tx.updateTable('affiliates').set((eb) => ({ number_of_clicks: eb('number_of_clicks', '+', 1) })).where('id', '=', affiliateId).execute();
-  await tx.updateTable('affiliate_links').set((eb) => ({ clicks: eb('clicks', '+', 1) })).where('id', '=', linkId).execute();
+/** Adds a counted click to the affiliate's and the link's counters and to the link's day. */
+export async function addClickToCounters(tx: Tx, click: Pick<ClicksTable, 'program_id' | 'affiliate_id' | 'day'> & { link_id: string }): Promise<void> {
+  await tx.updateTable('affiliates').set((eb) => ({ number_of_clicks: eb('number_of_clicks', '+', 1) })).where('id', '=', click.affiliate_id).execute();
+  await tx.updateTable('affiliate_links').set((eb) => ({ clicks: eb('clicks', '+', 1) })).where('id', '=', click.link_id).execute();
+  await tx
+    .insertInto('click_days')
+    .values({ id: newId(), program_id: click.program_id, affiliate_id: click.affiliate_id, link_id: click.link_id, day: click.day, clicks: 1 })
+    .onConflict((conflict) => conflict.columns(['link_id', 'day']).doUpdateSet({ clicks: sql`click_days.clicks + 1` }))
+    .execute();
 }
 
 export interface DailyClicks {
@@ -24,11 +32,14 @@ export interface DailyClicks {
   clicks: number;
 }
 
-/** Clicks per UTC day from `sinceDay` on (over the (program_id, day) index); days without clicks are absent. */
+/**
+ * Clicks per UTC day from `sinceDay` on, from the daily counts (over the (program_id, day)
+ * index), so purged click rows still count; days without clicks are absent.
+ */
 export async function countClicksByDay(db: Db, programId: string, sinceDay: string, affiliateId?: string): Promise<DailyClicks[]> {
   let q = db
-    .selectFrom('clicks')
-    .select(['day', sql<number | string>`count(*)`.as('clicks')])
+    .selectFrom('click_days')
+    .select(['day', sql<number | string>`sum(clicks)`.as('clicks')])
     .where('program_id', '=', programId)
     .where('day', '>=', sinceDay);
   if (affiliateId !== undefined) q = q.where('affiliate_id', '=', affiliateId);
@@ -44,4 +55,17 @@ export async function totalClicks(db: Db, programId: string): Promise<number> {
     .where('program_id', '=', programId)
     .executeTakeFirstOrThrow();
   return Number(n);
+}
+
+/**
+ * Deletes the click rows of UTC days before `beforeDay`, in batches (the clicks_day index).
+ * Their counts stay in the affiliates', links' and daily counters.
+ */
+export function purgeClicksBefore(db: Db, beforeDay: string): Promise<number> {
+  return deleteInBatches((limit) =>
+    db
+      .deleteFrom('clicks')
+      .where('id', 'in', (eb) => eb.selectFrom('clicks').select('id').where('day', '<', beforeDay).limit(limit))
+      .executeTakeFirst(),
+  );
 }

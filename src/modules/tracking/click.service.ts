@@ -1,22 +1,25 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
-import { ApiError, notFound } from '../../domain/errors.ts';
+import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { findLink } from '../links/link.repository.ts';
 import type { ProgramRow } from '../programs/program.service.ts';
 import { assertCreditable } from '../referrals/referral.service.ts';
+import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
 import { addClickToCounters, insertClickOnce } from './click.repository.ts';
 
 // Clicks on affiliate links, as the tracking script (/tracker.js) reports them from a
-// merchant's page: counted once per visitor, link and UTC day, for active affiliates only.
+// merchant's page: counted once per visitor, link and UTC day, for active affiliates only,
+// and at most so many a minute per program. The visitor is the server's to name (the client
+// address and user agent, hashed under a key of the day), never a value the client sends.
 
 /** What the script needs to keep the referral: the link (or null), and the program's cookie rules. */
 export interface ClickAnswer {
   /** The link string as stored (its canonical case), or null when the URL names no link of the program. */
   referral: string | null;
-  /** Whether this click was counted (false: the visitor already clicked this link today, or no link). */
+  /** Whether this click was counted (false: the visitor already clicked this link today, the program's ceiling was reached, or no link). */
   counted: boolean;
   cookieDays: number;
   attribution: 'first' | 'last';
@@ -48,27 +51,65 @@ function isBot(userAgent: string | undefined): boolean {
   return BOT.test(userAgent?.trim() ?? '');
 }
 
-/** Who clicked, as a hash: the script's random visitor id, else the address and user agent. */
-function visitorKey(programId: string, visitorId: string | undefined, address: string, userAgent: string): string {
-  const who = visitorId !== undefined ? `id:${visitorId}` : `addr:${address}|${userAgent}`;
-  return createHash('sha256').update(`${programId}|${who}`).digest('hex');
+/** The longest landing URL stored, in characters of its canonical form. */
+export const LANDING_URL_MAX = 2000;
+
+/**
+ * The landing URL as stored: parsed, without its fragment or credentials, serialised (so
+ * percent-encoded). 422 when that form is longer than LANDING_URL_MAX, which encoding can make
+ * a URL sent within the limit: the stored value never exceeds it.
+ */
+export function canonicalLandingUrl(url: URL): string {
+  const canonical = new URL(url.href);
+  canonical.hash = '';
+  canonical.username = '';
+  canonical.password = '';
+  if (canonical.href.length > LANDING_URL_MAX) throw invalidField('#/url', `must be at most ${LANDING_URL_MAX} characters once percent-encoded (${canonical.href.length})`);
+  return canonical.href;
+}
+
+/**
+ * Who clicked: the program, client address and user agent under an HMAC key of the UTC day
+ * (derived from the instance's secret), so the key tells visitors apart that day but cannot be
+ * linked to the same visitor on another day, or in another program.
+ */
+function visitorKey(secret: Buffer, day: string, programId: string, address: string, userAgent: string): string {
+  const dayKey = createHmac('sha256', secret).update(`click-visitor|${day}`).digest();
+  return createHmac('sha256', dayKey).update(`${programId}|${address}|${userAgent}`).digest('hex');
+}
+
+/** What counting needs besides the click: the instance's visitor secret and the per-program ceiling (null: none). */
+export interface ClickCounting {
+  visitorSecret: Buffer;
+  programLimit: AttemptLimit | null;
 }
 
 export interface ClickInput {
   program: ProgramRow;
-  /** The landing page's URL, with the referral parameter. */
+  /** The landing page's URL, canonical (canonicalLandingUrl), with the referral parameter. */
   url: string;
-  visitorId?: string;
+  /** The client's address as limits count it (addressKey: an IPv6 address by its /64). */
   address: string;
   userAgent: string;
+}
+
+/** Thrown to roll a counted click back when its program is over its ceiling. */
+class OverProgramCeiling extends Error {
+  readonly referral: string;
+  constructor(referral: string) {
+    super('the program is over its click ceiling');
+    this.referral = referral;
+  }
 }
 
 /**
  * Records a click reported by the tracking script. A bot, a URL without the program's referral
  * parameter, or one naming no link of the program, answers `referral: null` and writes nothing;
- * a link of an inactive affiliate is a 422 affiliate_inactive (no click credit).
+ * a link of an inactive affiliate is a 422 affiliate_inactive (no click credit). Over the
+ * program's ceiling the referral is still answered (the visitor keeps it) with
+ * `counted: false`, and nothing is written.
  */
-export async function recordClick(db: Db, clock: Clock, input: ClickInput): Promise<ClickAnswer> {
+export async function recordClick(db: Db, clock: Clock, counting: ClickCounting, input: ClickInput): Promise<ClickAnswer> {
   const { program } = input;
   const answer = (referral: string | null, counted: boolean): ClickAnswer => ({
     referral,
@@ -80,26 +121,28 @@ export async function recordClick(db: Db, clock: Clock, input: ClickInput): Prom
   if (isBot(input.userAgent)) return answer(null, false);
   const value = new URL(input.url).searchParams.get(program.referral_param)?.trim();
   if (!value || !/^[A-Za-z0-9-]{1,64}$/.test(value)) return answer(null, false);
-  return inTransaction(db, async (tx) => {
-    const link = await findLink(tx, program.id, { link: value });
-    if (!link) return answer(null, false);
-    const affiliate = await findAffiliate(tx, program.id, { id: link.affiliate_id });
-    if (!affiliate) throw notFound('Affiliate');
-    assertCreditable({ affiliate, linkId: link.id });
-    const now = clock();
-    const counted = await insertClickOnce(tx, {
-      id: newId(),
-      program_id: program.id,
-      affiliate_id: affiliate.id,
-      link_id: link.id,
-      visitor_key: visitorKey(program.id, input.visitorId, input.address, input.userAgent),
-      day: now.toISOString().slice(0, 10),
-      landing_url: input.url,
-      created_at: now.toISOString(),
+  try {
+    return await inTransaction(db, async (tx) => {
+      const link = await findLink(tx, program.id, { link: value });
+      if (!link) return answer(null, false);
+      const affiliate = await findAffiliate(tx, program.id, { id: link.affiliate_id });
+      if (!affiliate) throw notFound('Affiliate');
+      assertCreditable({ affiliate, linkId: link.id });
+      const now = clock();
+      const day = now.toISOString().slice(0, 10);
+      const click = { id: newId(), program_id: program.id, affiliate_id: affiliate.id, link_id: link.id, day };
+      const visitor = visitorKey(counting.visitorSecret, day, program.id, input.address, input.userAgent);
+      if (!(await insertClickOnce(tx, { ...click, visitor_key: visitor, landing_url: input.url, created_at: now.toISOString() }))) return answer(link.link, false);
+      await addClickToCounters(tx, click);
+      // Counted last, so the program's counter row stays locked only until this commit; over
+      // the ceiling, the whole click rolls back (the counter's increment with it).
+      if (counting.programLimit && (await countAttempt(tx, `click:program:${program.id}`, counting.programLimit, now)) !== null) throw new OverProgramCeiling(link.link);
+      return answer(link.link, true);
     });
-    if (counted) await addClickToCounters(tx, affiliate.id, link.id);
-    return answer(link.link, counted);
-  });
+  } catch (error) {
+    if (error instanceof OverProgramCeiling) return answer(error.referral, false);
+    throw error;
+  }
 }
 
 /** 403 for a page outside the program's site: its clicks are not the program's to count. */

@@ -4,16 +4,18 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
+import { addressKey } from '../../http/client-address.ts';
 import { errorResponses, Uuid } from '../../http/schemas.ts';
 import { isUuid } from '../../domain/ids.ts';
+import { instanceKey } from '../../db/instance-keys.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
 import { getProgram, type ProgramRow } from '../programs/program.service.ts';
-import { originBelongsTo, originRefused, recordClick } from './click.service.ts';
+import { canonicalLandingUrl, originBelongsTo, originRefused, recordClick, type ClickCounting } from './click.service.ts';
 
 // The public side of click tracking: the script merchants add to their site, and the endpoint
 // it reports clicks to. No token: the program's domain decides which pages may report.
 
-/** Reports per client address per minute, over every program: a page view sends at most one. */
+/** Reports per client address (IPv6: per /64) per minute, over every program: a page view sends at most one. */
 export const CLICK_ADDRESS_LIMIT: AttemptLimit = { max: 60, windowMs: 60_000 };
 
 const TRACKER = readFileSync(new URL('../../web/assets/tracker.js', import.meta.url), 'utf8');
@@ -21,7 +23,7 @@ const TRACKER = readFileSync(new URL('../../web/assets/tracker.js', import.meta.
 const ClickQuery = Type.Object({ programId: Uuid });
 const ClickBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2000, description: 'the landing page, with the referral parameter' }),
-  visitorId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{8,64}$', description: "the script's random visitor id (first-party cookie)" })),
+  visitorId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{8,64}$', description: 'ignored (sent by earlier versions of the script): the server tells visitors apart' })),
 });
 const ClickAnswerSchema = Type.Object({
   referral: Type.Union([Type.String(), Type.Null()]),
@@ -42,9 +44,14 @@ async function programOf(request: FastifyRequest, db: AppServices['db']): Promis
   return getProgram(db, programId.toLowerCase());
 }
 
-export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, clock }) => {
+export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, clock, config }) => {
+  const counting: ClickCounting = {
+    visitorSecret: await instanceKey(db, 'click-visitor'),
+    programLimit: config.clickProgramLimitPerMinute === 0 ? null : { max: config.clickProgramLimitPerMinute, windowMs: 60_000 },
+  };
+
   // The script reports with Content-Type text/plain (a "simple" request: no preflight, so one
-  // request per landing); its body is still JSON. Small: a URL and an id.
+  // request per landing); its body is still JSON. Small: a URL.
   app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('text/plain', { parseAs: 'string', bodyLimit: 8 * 1024 }, (_request, body, done) => {
     try {
@@ -89,7 +96,7 @@ export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       },
       // The address limit and the origin check come before the body is read or validated.
       preValidation: async (request, reply) => {
-        const wait = await countAttempt(db, `click:address:${request.ip}`, CLICK_ADDRESS_LIMIT, clock());
+        const wait = await countAttempt(db, `click:address:${addressKey(request.ip)}`, CLICK_ADDRESS_LIMIT, clock());
         if (wait !== null) {
           reply.header('retry-after', String(wait));
           throw new ApiError('rate_limited', `Too many clicks from this address; retry in ${wait} s.`);
@@ -110,7 +117,8 @@ export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
         throw invalidField('#/url', 'must be an absolute URL');
       }
       if (!originBelongsTo(landing.origin, program.domain)) throw invalidField('#/url', `must be a page of ${program.domain}`);
-      return recordClick(db, clock, { program, url: landing.toString(), visitorId: request.body.visitorId, address: request.ip, userAgent: request.headers['user-agent'] ?? '' });
+      const url = canonicalLandingUrl(landing);
+      return recordClick(db, clock, counting, { program, url, address: addressKey(request.ip), userAgent: request.headers['user-agent'] ?? '' });
     },
   );
 };

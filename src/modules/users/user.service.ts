@@ -36,6 +36,17 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 export const MIN_PASSWORD_LENGTH = 10;
+// Bounds on what any form or command may send: e-mails as long as the API's, and passwords
+// long enough for any passphrase but short enough that scrypt never hashes a 64 KiB body.
+export const MAX_EMAIL_LENGTH = 254;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** The field error of an e-mail or password over its bound, or null: checked before any work on them. */
+export function overLongAccountField(fields: { email?: string; password?: string }): ApiError | null {
+  if (fields.email !== undefined && normaliseEmail(fields.email).email.length > MAX_EMAIL_LENGTH) return invalidField('#/email', `must be at most ${MAX_EMAIL_LENGTH} characters`);
+  if (fields.password !== undefined && fields.password.length > MAX_PASSWORD_LENGTH) return invalidField('#/password', `must be at most ${MAX_PASSWORD_LENGTH.toLocaleString('en-US')} characters`);
+  return null;
+}
 
 export function normaliseEmail(email: string): { email: string; key: string } {
   const trimmed = email.trim();
@@ -44,6 +55,8 @@ export function normaliseEmail(email: string): { email: string; key: string } {
 
 export async function createUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User> {
   const { email, key } = normaliseEmail(input.email);
+  const overLong = overLongAccountField(input);
+  if (overLong) throw overLong;
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidField('#/email', 'must be an e-mail address');
   if (input.password.length < MIN_PASSWORD_LENGTH) {
     throw invalidField('#/password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);

@@ -5,21 +5,38 @@ import { purgeExpired } from '../maintenance/purge-expired.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { envelopeJson, hasUnsequencedEvents, purgeEventsBefore, sequenceEvents } from '../events/outbox.ts';
 import { signatureHeader } from './signature.ts';
+import { fanOutPass } from './fan-out.ts';
 import { createWebhookSender, type SendResult, type WebhookSender } from './webhook-sender.ts';
-import { claimDueDeliveries, recordOutcomes, type ClaimedDelivery, type DeliveryOutcome } from './webhook.repository.ts';
+import { webhookDnsFor } from './webhook-dns.ts';
+import {
+  claimDueDeliveries,
+  programsWithPendingDeliveries,
+  readClaimedDeliveries,
+  recordOutcomes,
+  type ClaimedDelivery,
+  type DeliveryOutcome,
+} from './webhook.repository.ts';
 
 // The delivery worker: runs inside `tandem serve` (unless WORKER=off) and as `tandem worker`.
 // Everything it knows is in the database, so any number of them may run, on any process, and
-// a killed one loses nothing: it numbers committed events (sequenceEvents, which also creates
-// their deliveries), leases due deliveries, sends them, and stores each attempt and its
-// consequence (delivered, retry at, failed, endpoint gone or disabled).
+// a killed one loses nothing: it numbers committed events (sequenceEvents), makes their
+// deliveries program by program within each program's bound (fan-out.ts), leases due
+// deliveries, sends them, and stores each attempt and its consequence (delivered, retry at,
+// failed, endpoint gone or disabled).
+//
+// Fair shares: each pass visits the programs with pending deliveries in turn (round-robin,
+// continuing where the last pass stopped) and leases at most PER_PROGRAM_IN_FLIGHT of a
+// program's deliveries at once, so a program whose endpoints hang holds only its own share of
+// the worker and every other program's deliveries still leave at the next pass.
 //
 // Per endpoint, deliveries go through one lane that starts them in sequence order, up to 16 at a
-// time; a failure postpones the endpoint's other leased deliveries to the failed one's retry
-// time, so a down endpoint is not hammered and does not burn the attempts of every queued event.
+// time (one at a time while the endpoint is failing); a failure postpones the endpoint's other
+// deliveries to the failed one's retry time (jittered), so a down endpoint is probed once per
+// retry wave and does not burn the attempts of every queued event.
 // Outcomes of all lanes are written together, one transaction per flush, not one per delivery:
 // on SQLite every commit is a sync, and the worker must not take the write lock from requests
-// more often than it has to.
+// more often than it has to. Should that transaction fail, each program's outcomes are written
+// in a transaction of their own, so one program's trouble never undoes another's record.
 
 export interface Logger {
   error(obj: object, msg: string): void;
@@ -45,13 +62,19 @@ export interface WorkerOptions {
 }
 
 const CLAIM_BATCH = 500;
+/** Deliveries of one program this worker has leased at once (its fair share of the worker). */
+const PER_PROGRAM_IN_FLIGHT = 32;
+/** Programs visited per pass; more wait for the next pass, which starts after the last one visited. */
+const PROGRAMS_PER_PASS = 100;
+/** Deliveries made for one program per fan-out step. */
+const FAN_OUT_ROWS_PER_STEP = 1000;
 /**
  * Pause between two busy passes: under load, each pass then takes a larger batch, so the
  * worker's statements (and, on SQLite, its turns at the one write lock) per event stay few.
  */
 const BUSY_PAUSE_MS = 50;
 const MAX_IN_FLIGHT = 1000;
-/** Deliveries one endpoint has in flight at once (started in sequence order). */
+/** Deliveries one endpoint has in flight at once (started in sequence order); one while it is failing. */
 const PER_ENDPOINT_CONCURRENCY = 16;
 /** Outcomes written per transaction at most. */
 const FLUSH_BATCH = 500;
@@ -65,9 +88,20 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   // (so a worker killed mid-send delays its deliveries by this much, and loses none). Longer
   // than a few attempts' time limit, so a live worker never loses a lease it is still using.
   const leaseMs = 3 * config.webhookTimeoutMs + 5_000;
-  const sender: WebhookSender = createWebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls });
+  const sender: WebhookSender = createWebhookSender({ timeoutMs: config.webhookTimeoutMs, allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config) });
   const lanes = new Map<string, Lane>();
   let inFlight = 0;
+  /** Leased and not yet finished, per program. */
+  const inFlightByProgram = new Map<string, number>();
+  const settle = (programId: string) => {
+    inFlight--;
+    const left = (inFlightByProgram.get(programId) ?? 1) - 1;
+    if (left > 0) inFlightByProgram.set(programId, left);
+    else inFlightByProgram.delete(programId);
+  };
+  /** Where the next pass starts its round of programs (claims, fan-out). */
+  let claimAfter: string | null = null;
+  let fanOutAfter: string | null = null;
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
@@ -113,6 +147,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
         'webhook-signature': signatureHeader(delivery.secret, delivery.event_id, timestamp, body),
       },
       body,
+      { programId: delivery.program_id },
     );
   }
 
@@ -143,15 +178,26 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
       const batch = unrecorded.splice(0, FLUSH_BATCH);
       const now = clock();
       const disableBefore = new Date(now.getTime() - config.webhookDisableAfterMs).toISOString();
-      const byLease = new Map<string, DeliveryOutcome[]>();
-      for (const { leaseId, outcome } of batch) byLease.set(leaseId, [...(byLease.get(leaseId) ?? []), outcome]);
-      try {
-        await inTransaction(db, async (tx) => {
+      const write = (items: typeof batch) =>
+        inTransaction(db, async (tx) => {
+          const byLease = new Map<string, DeliveryOutcome[]>();
+          for (const { leaseId, outcome } of items) byLease.set(leaseId, [...(byLease.get(leaseId) ?? []), outcome]);
           for (const [leaseId, outcomes] of byLease) await recordOutcomes(tx, leaseId, outcomes, now.toISOString(), disableBefore);
         });
+      try {
+        await write(batch);
       } catch (error) {
-        // Not recorded: the leases run out and another pass sends them again (at least once).
-        log.error({ err: error }, 'could not record webhook attempts');
+        log.warn({ err: error }, 'could not record a batch of webhook attempts; recording them program by program');
+        const byProgram = new Map<string, typeof batch>();
+        for (const item of batch) byProgram.set(item.outcome.delivery.program_id, [...(byProgram.get(item.outcome.delivery.program_id) ?? []), item]);
+        for (const [programId, items] of byProgram) {
+          try {
+            await write(items);
+          } catch (programError) {
+            // Not recorded: the leases run out and another pass sends them again (at least once).
+            log.error({ err: programError, programId }, 'could not record webhook attempts');
+          }
+        }
       }
     }
   }
@@ -160,7 +206,13 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   class Lane {
     readonly queue: Leased[] = [];
     active = 0;
+    failing = false;
     constructor(readonly webhookId: string) {}
+
+    /** A failing endpoint is probed with one delivery at a time. */
+    concurrency() {
+      return this.failing ? 1 : PER_ENDPOINT_CONCURRENCY;
+    }
 
     push(item: Leased) {
       this.queue.push(item);
@@ -168,18 +220,18 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     }
 
     pump() {
-      while (this.active < PER_ENDPOINT_CONCURRENCY && this.queue.length > 0) {
+      while (this.active < this.concurrency() && this.queue.length > 0) {
         const item = this.queue.shift()!;
         // Stopping, or a lease that could run out before the answer: give it back unsent.
         if (!running || item.leaseUntil - clock().getTime() < config.webhookTimeoutMs + 5_000) {
-          inFlight--;
+          settle(item.delivery.program_id);
           void releaseLeases([item], null);
           continue;
         }
         this.active++;
         void this.send(item).finally(() => {
           this.active--;
-          inFlight--;
+          settle(item.delivery.program_id);
           if (this.queue.length > 0) this.pump();
           else if (this.active === 0 && lanes.get(this.webhookId) === this) lanes.delete(this.webhookId);
           wake();
@@ -202,11 +254,12 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
           error: sent.error,
         },
       });
+      this.failing = result.kind !== 'delivered';
       if (result.kind !== 'delivered' && this.queue.length > 0) {
         // The endpoint is failing: its other leased deliveries wait for this one's retry time
         // instead of being sent into the same failure.
         const rest = this.queue.splice(0);
-        inFlight -= rest.length;
+        for (const item of rest) settle(item.delivery.program_id);
         const retryAt = result.kind === 'retry' ? result.nextAttemptAt : new Date(done.getTime() + (config.webhookRetrySchedule[0] ?? 5000)).toISOString();
         await releaseLeases(rest, retryAt);
       }
@@ -232,25 +285,61 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     }
   }
 
+  /**
+   * Leases due deliveries program by program, round-robin from where the last pass stopped,
+   * each program up to its share (PER_PROGRAM_IN_FLIGHT less what it has in flight here), and
+   * hands them to their endpoints' lanes. Returns how many it leased.
+   */
   async function claimAndDispatch(): Promise<number> {
-    const room = MAX_IN_FLIGHT - inFlight;
-    if (room < CLAIM_BATCH / 2) return 0;
+    let room = MAX_IN_FLIGHT - inFlight;
+    if (room <= 0) return 0;
     const now = clock();
     const leaseId = randomUUID();
     const leaseUntil = now.getTime() + leaseMs;
-    const claimed = await claimDueDeliveries(db, {
-      now: now.toISOString(),
-      leaseId,
-      leaseUntil: new Date(leaseUntil).toISOString(),
-      limit: Math.min(room, CLAIM_BATCH),
-    });
-    for (const delivery of claimed) {
+    let programs = await programsWithPendingDeliveries(db, claimAfter, PROGRAMS_PER_PASS);
+    if (programs.length < PROGRAMS_PER_PASS && claimAfter !== null) {
+      const from = claimAfter;
+      const wrapped = await programsWithPendingDeliveries(db, null, PROGRAMS_PER_PASS - programs.length);
+      programs = [...programs, ...wrapped.filter((id) => id <= from)];
+    }
+    claimAfter = programs.length === PROGRAMS_PER_PASS ? programs[programs.length - 1]! : null;
+    const ids: (number | string)[] = [];
+    for (const programId of programs) {
+      const share = Math.min(PER_PROGRAM_IN_FLIGHT - (inFlightByProgram.get(programId) ?? 0), room, CLAIM_BATCH);
+      if (share <= 0) continue;
+      const claimed = await claimDueDeliveries(db, {
+        programId,
+        now: now.toISOString(),
+        leaseId,
+        leaseUntil: new Date(leaseUntil).toISOString(),
+        limit: share,
+      });
+      ids.push(...claimed);
+      room -= claimed.length;
+      if (room <= 0) break;
+    }
+    // Counted as read back: a delivery whose endpoint was deleted meanwhile is simply gone.
+    for (const delivery of await readClaimedDeliveries(db, ids)) {
       inFlight++;
+      inFlightByProgram.set(delivery.program_id, (inFlightByProgram.get(delivery.program_id) ?? 0) + 1);
       let lane = lanes.get(delivery.webhook_id);
       if (!lane) lanes.set(delivery.webhook_id, (lane = new Lane(delivery.webhook_id)));
+      if (delivery.failing_since !== null && lane.active === 0) lane.failing = true;
       lane.push({ delivery, leaseId, leaseUntil });
     }
-    return claimed.length;
+    return ids.length;
+  }
+
+  /** Makes deliveries for numbered events, program by program within each program's bound. */
+  async function fanOut(): Promise<number> {
+    const { made, next } = await fanOutPass(
+      db,
+      { maxPendingPerProgram: config.webhookMaxPendingPerProgram, maxRowsPerStep: FAN_OUT_ROWS_PER_STEP, maxPrograms: PROGRAMS_PER_PASS },
+      clock().toISOString(),
+      fanOutAfter,
+    );
+    fanOutAfter = next;
+    return made;
   }
 
   async function purgeIfDue() {
@@ -260,8 +349,8 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     const cutoff = new Date(now - config.eventRetentionDays * 86_400_000).toISOString();
     const purged = await purgeEventsBefore(db, cutoff);
     if (purged > 0) log.debug({ purged, cutoff }, 'purged old events');
-    const expired = await purgeExpired(db, new Date(now));
-    if (Object.values(expired).some((n) => n > 0)) log.debug(expired, 'purged expired sessions, connect codes, idempotency keys and attempt counters');
+    const expired = await purgeExpired(db, new Date(now), config);
+    if (Object.values(expired).some((n) => n > 0)) log.debug(expired, 'purged expired sessions, connect codes, idempotency keys, attempt counters and old click rows');
   }
 
   async function loop() {
@@ -269,10 +358,11 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
       let busy = false;
       try {
         // A read-only probe first: an idle worker then writes nothing (no WAL churn, no dead rows).
-        const numbered = (await hasUnsequencedEvents(db)) ? await sequenceEvents(db, clock) : 0;
+        const numbered = (await hasUnsequencedEvents(db)) ? await sequenceEvents(db) : 0;
+        const made = await fanOut();
         const claimed = await claimAndDispatch();
         await purgeIfDue();
-        busy = numbered > 0 || claimed > 0;
+        busy = numbered > 0 || made > 0 || claimed > 0;
       } catch (error) {
         if (!running) break;
         log.error({ err: error }, 'webhook worker pass failed; retrying');

@@ -1,76 +1,69 @@
-import { BlockList, isIP } from 'node:net';
-import { lookup, type LookupAddress } from 'node:dns';
-import { promisify } from 'node:util';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 // The SSRF guard. A webhook URL is chosen by whoever holds a token, and the worker sends from
 // inside the operator's network, so a URL must not reach the operator's own services: every
-// address a host resolves to must be public, and only https is allowed. Checked when the
-// subscription is made (a clear 422) and again at every connection (DNS can change): the
-// sender connects through `guardedLookup`, so the address checked is the address dialled.
-// WEBHOOK_ALLOW_PRIVATE_URLS=1 turns the guard off for local development and tests.
+// address a host resolves to must be plain public unicast, and only https is allowed. Checked
+// when the subscription is made (a clear 422) and again at every connection (DNS can change):
+// the sender connects through webhook-dns.ts's lookup, so the address checked is the address
+// dialled. WEBHOOK_ALLOW_PRIVATE_URLS=1 turns the guard off for local development and tests.
 
-const blocked = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local, cloud metadata (169.254.169.254)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.0.2.0', 24], // documentation
-  ['192.88.99.0', 24], // 6to4 relay
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['64:ff9b:1::', 48], // local NAT64
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local (includes fd00:ec2::254, cloud metadata)
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  blocked.addSubnet(network, prefix, 'ipv6');
+/**
+ * IPv6 ranges ipaddr.js calls plain unicast that are not: IPv4-compatible addresses
+ * (::a.b.c.d, deprecated by RFC 4291, which some stacks still route to the embedded IPv4).
+ * Site-local fec0::/10 and documentation 2001:db8::/32 are listed too so that the refusal
+ * does not depend on the library's version knowing them.
+ */
+const REFUSED_IPV6_UNICAST: Array<[ipaddr.IPv6, number, string]> = [
+  [ipaddr.IPv6.parse('::'), 96, 'IPv4-compatible'],
+  [ipaddr.IPv6.parse('fec0::'), 10, 'site-local'],
+  [ipaddr.IPv6.parse('2001:db8::'), 32, 'documentation'],
+];
+
+/**
+ * ipaddr.js reads "::a.b.c.d" as "::ffff:a.b.c.d" (a different address); writing the dotted
+ * tail as two hex groups first keeps the address's real bits.
+ */
+function parseIpv6(address: string): ipaddr.IPv6 {
+  const hex = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a, b, c, d) =>
+    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
+  );
+  return ipaddr.IPv6.parse(hex);
 }
 
-/** An IPv4-mapped or -compatible IPv6 address (::ffff:10.0.0.1) → its IPv4 form. */
-function embeddedIpv4(address: string): string | null {
-  const match = /^::(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (match) return match[1]!;
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return null;
-  const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
-  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-}
-
-/** True for loopback, private, link-local, CGNAT, metadata, multicast and reserved addresses. */
-export function isPrivateAddress(address: string): boolean {
+/**
+ * Why an address may not be dialled (its range: "loopback", "private", "rfc6052", "6to4",
+ * "IPv4-compatible"…), or null for a plain public unicast address. Every range ipaddr.js
+ * names is refused — for IPv4 the RFC 1918 private ranges, loopback, link-local (cloud
+ * metadata 169.254.169.254), CGNAT, "this network", multicast, broadcast, documentation,
+ * benchmarking and reserved; for IPv6 also every form that embeds or maps IPv4 (::ffff:0:0/96,
+ * ::ffff:0:0:0/96, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16 and Teredo
+ * 2001::/32 whole, whatever IPv4 they carry), unique-local (fd00:ec2::254, metadata),
+ * link-local, site-local — plus the unicast-looking forms above.
+ */
+export function refusedAddressRange(address: string): string | null {
   const family = isIP(address);
-  if (family === 4) return blocked.check(address, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(address);
-    if (v4 !== null) return blocked.check(v4, 'ipv4');
-    // 6to4 (2002::/16) embeds an IPv4 address in its next 32 bits.
-    const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4}):/i.exec(address);
-    if (sixToFour) {
-      const [high, low] = [parseInt(sixToFour[1]!, 16), parseInt(sixToFour[2]!, 16)];
-      if (blocked.check(`${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`, 'ipv4')) return true;
-    }
-    return blocked.check(address, 'ipv6');
+  if (family === 4) {
+    const range = ipaddr.IPv4.parse(address).range();
+    return range === 'unicast' ? null : range;
   }
-  return true; // not an address at all: refuse
+  if (family === 6) {
+    if (address.includes('%')) return 'scoped'; // a zone id: link-local by nature
+    const parsed = parseIpv6(address);
+    const range = parsed.range();
+    if (range !== 'unicast') return range;
+    return REFUSED_IPV6_UNICAST.find(([network, prefix]) => parsed.match(network, prefix))?.[2] ?? null;
+  }
+  return 'not an address';
 }
 
 export class UnsafeUrlError extends Error {}
+
+/** The message of a refusal, the same at subscribe time and at delivery. */
+export function refusedAddressMessage(host: string, address: string, range: string): string {
+  const what = `a private address (${range}), not a public one`;
+  return host === address ? `${address} is ${what}` : `${host} resolves to ${address}, ${what}`;
+}
 
 const MAX_URL_LENGTH = 2000;
 
@@ -91,39 +84,7 @@ export function parseWebhookUrl(raw: string, allowPrivate: boolean): URL {
   return url;
 }
 
-const lookupAll = promisify(lookup);
-
-/** Resolves the URL's host and refuses it unless every address is public. */
-export async function assertPublicHost(url: URL): Promise<void> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addresses: LookupAddress[];
-  if (isIP(host)) {
-    addresses = [{ address: host, family: isIP(host) }];
-  } else {
-    try {
-      addresses = await lookupAll(host, { all: true, verbatim: true });
-    } catch {
-      throw new UnsafeUrlError(`names a host (${host}) that could not be resolved`);
-    }
-  }
-  const refused = addresses.find((a) => isPrivateAddress(a.address));
-  if (refused) throw new UnsafeUrlError(`names a host (${host}) that resolves to ${refused.address}, a private, loopback or link-local address`);
-}
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * A `lookup` for http.request: resolves as usual, then fails the connection when any resolved
- * address is private. Used at delivery time, so a host that turned private is never dialled.
- */
-export function guardedLookup(hostname: string, options: { all?: boolean } & Record<string, unknown>, callback: LookupCallback): void {
-  lookup(hostname, { ...options, all: true, verbatim: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const refused = addresses.find((a) => isPrivateAddress(a.address));
-    if (refused) {
-      return callback(Object.assign(new UnsafeUrlError(`refused: ${hostname} resolves to ${refused.address}, a private address`), { code: 'EPRIVATE' }), []);
-    }
-    if (options.all) return callback(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
+/** The host of a parsed URL as DNS or the socket takes it: IPv6 literals without brackets. */
+export function urlHost(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
 }

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { dialectOf } from '../../db/dialect.ts';
+import { dialectOf, lockedOnPostgres } from '../../db/dialect.ts';
 import type { WebhookAttemptsTable, WebhooksTable } from '../../db/schema.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -13,7 +13,23 @@ export function insertWebhook(db: Db, row: Insertable<WebhooksTable>) {
   return db.insertInto('webhooks').values(row).execute();
 }
 
-export function countWebhooks(db: Db, programId: string): Promise<number> {
+/** Locks the program's row until the transaction ends (PostgreSQL; SQLite has one writer). */
+export async function lockProgram(tx: Tx, programId: string): Promise<void> {
+  await lockedOnPostgres(tx, tx.selectFrom('programs').select('id').where('id', '=', programId)).execute();
+}
+
+/**
+ * Whether the token is still unrevoked, read under a share lock on PostgreSQL: a revocation in
+ * progress is waited for, and one that comes later waits for this transaction.
+ */
+export async function tokenStillActive(tx: Tx, tokenId: string): Promise<boolean> {
+  let q = tx.selectFrom('api_tokens').select('revoked_at').where('id', '=', tokenId);
+  if (dialectOf(tx) === 'postgres') q = q.forShare();
+  const row = await q.executeTakeFirst();
+  return row !== undefined && row.revoked_at === null;
+}
+
+export function countWebhooks(db: Db | Tx, programId: string): Promise<number> {
   return db
     .selectFrom('webhooks')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -104,14 +120,26 @@ export async function requeueDeliveries(db: Db, webhookId: string, filter: { eve
   return Number(result.numUpdatedRows);
 }
 
-export function insertDelivery(tx: Tx, webhookId: string, eventId: string, now: string) {
+export function insertDelivery(tx: Tx, webhook: { id: string; program_id: string }, eventId: string, now: string) {
   return tx
     .insertInto('webhook_deliveries')
-    .values({ webhook_id: webhookId, event_id: eventId, state: 'pending', attempts: 0, next_attempt_at: now, created_at: now, updated_at: now })
+    .values({ webhook_id: webhook.id, program_id: webhook.program_id, event_id: eventId, state: 'pending', attempts: 0, next_attempt_at: now, created_at: now, updated_at: now })
     .execute();
 }
 
 // ---- the worker -------------------------------------------------------------------------
+
+/** Moves an endpoint's waiting (not leased) deliveries due before `retryAt` to `retryAt`. */
+export function postponeEndpoint(db: Db | Tx, webhookId: string, retryAt: string, now: string) {
+  return db
+    .updateTable('webhook_deliveries')
+    .set({ next_attempt_at: retryAt })
+    .where('webhook_id', '=', webhookId)
+    .where('state', '=', 'pending')
+    .where('next_attempt_at', '<', retryAt)
+    .where((w) => w.or([w('lease_expires_at', 'is', null), w('lease_expires_at', '<', now)]))
+    .execute();
+}
 
 export interface ClaimedDelivery {
   id: number | string;
@@ -129,15 +157,36 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Takes up to `limit` due deliveries for this worker: marks them with a lease that another
- * worker honours until it expires (so a worker that dies mid-send only delays them). On
- * PostgreSQL, SKIP LOCKED lets concurrent workers take disjoint batches without waiting; on
- * SQLite the single writer makes the UPDATE atomic. Oldest first, so one endpoint receives
- * its events in sequence order where possible.
+ * Programs with pending deliveries, in program-id order after `after` (null: from the start):
+ * a loose index scan over the pending-deliveries index, one probe per program, however many
+ * deliveries each program has waiting. Some may have nothing due yet; the claim finds out.
  */
-export async function claimDueDeliveries(db: Db, options: { now: string; leaseId: string; leaseUntil: string; limit: number }): Promise<ClaimedDelivery[]> {
+export async function programsWithPendingDeliveries(db: Db, after: string | null, limit: number): Promise<string[]> {
+  const start = after === null ? sql`` : sql`and program_id > ${after}`;
+  const result = await sql<{ program_id: string }>`
+    with recursive p(program_id) as (
+      select (select program_id from webhook_deliveries where state = 'pending' ${start} order by program_id limit 1)
+      union all
+      select (select d.program_id from webhook_deliveries d where d.state = 'pending' and d.program_id > p.program_id order by d.program_id limit 1)
+      from p where p.program_id is not null
+    )
+    select program_id from p where program_id is not null limit ${limit}`.execute(db);
+  return result.rows.map((r) => String(r.program_id));
+}
+
+/**
+ * Takes up to `limit` due deliveries of one program for this worker: marks them with a lease
+ * that another worker honours until it expires (so a worker that dies mid-send only delays
+ * them). On PostgreSQL, SKIP LOCKED lets concurrent workers take disjoint batches without
+ * waiting; on SQLite the single writer makes the UPDATE atomic. Oldest first within the
+ * program, so one endpoint receives its events in sequence order where possible. Returns the ids.
+ */
+export async function claimDueDeliveries(
+  db: Db,
+  options: { programId: string; now: string; leaseId: string; leaseUntil: string; limit: number },
+): Promise<(number | string)[]> {
   const pg = dialectOf(db) === 'postgres';
-  const { now, leaseId, leaseUntil, limit } = options;
+  const { programId, now, leaseId, leaseUntil, limit } = options;
   const claimed = await db
     .updateTable('webhook_deliveries')
     .set({ lease_id: leaseId, lease_expires_at: leaseUntil })
@@ -147,6 +196,7 @@ export async function claimDueDeliveries(db: Db, options: { now: string; leaseId
         .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
         .innerJoin('events as e', 'e.id', 'd.event_id')
         .select('d.id')
+        .where('d.program_id', '=', programId)
         .where('d.state', '=', 'pending')
         .where('d.next_attempt_at', '<=', now)
         .where((w) => w.or([w('d.lease_expires_at', 'is', null), w('d.lease_expires_at', '<', now)]))
@@ -160,14 +210,18 @@ export async function claimDueDeliveries(db: Db, options: { now: string; leaseId
     })
     .returning('id')
     .execute();
-  if (claimed.length === 0) return [];
-  // Read back by primary key (the ids the UPDATE returned, at most `limit`), never by scanning for the lease.
+  return claimed.map((c) => c.id);
+}
+
+/** Claimed deliveries with what sending them needs, read by primary key (never by scanning for the lease). */
+export function readClaimedDeliveries(db: Db, ids: (number | string)[]): Promise<ClaimedDelivery[]> {
+  if (ids.length === 0) return Promise.resolve([]);
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .innerJoin('events as e', 'e.id', 'd.event_id')
     .select(['d.id', 'd.attempts', 'd.webhook_id', 'w.url', 'w.secret', 'w.failing_since', 'e.id as event_id', 'e.program_id', 'e.type', 'e.data', 'e.created_at', 'e.sequence'])
-    .where('d.id', 'in', claimed.map((c) => c.id))
+    .where('d.id', 'in', ids)
     .orderBy('d.id')
     .execute() as Promise<ClaimedDelivery[]>;
 }
@@ -182,9 +236,26 @@ export interface DeliveryOutcome {
 /**
  * Stores a batch of attempts and their consequences in one transaction. Each delivery is
  * updated only while this worker's lease is on it, so a late answer after the lease expired
- * (and another worker took over) does not overwrite the newer state.
+ * (and another worker took over) does not overwrite the newer state. Outcomes of endpoints or
+ * deliveries deleted meanwhile (their program removed the subscription) are dropped, not
+ * written: they would break the foreign keys and roll the whole batch back. The endpoints are
+ * locked first (KEY SHARE on PostgreSQL, the lock a DELETE of the endpoint waits on), then the
+ * deliveries, the order a DELETE's cascade takes them, so the two never deadlock.
  */
-export async function recordOutcomes(tx: Tx, leaseId: string, outcomes: DeliveryOutcome[], now: string, disableFailingSince: string): Promise<void> {
+export async function recordOutcomes(tx: Tx, leaseId: string, batch: DeliveryOutcome[], now: string, disableFailingSince: string): Promise<void> {
+  const pg = dialectOf(tx) === 'postgres';
+  const webhookIds = [...new Set(batch.map((o) => o.delivery.webhook_id))];
+  let liveWebhooks = tx.selectFrom('webhooks').select('id').where('id', 'in', webhookIds).orderBy('id');
+  if (pg) liveWebhooks = liveWebhooks.forKeyShare();
+  const live = new Set((await liveWebhooks.execute()).map((r) => r.id));
+  const held = new Set<string>();
+  const candidates = batch.filter((o) => live.has(o.delivery.webhook_id)).map((o) => o.delivery.id);
+  for (let i = 0; i < candidates.length; i += 500) {
+    let ours = tx.selectFrom('webhook_deliveries').select('id').where('id', 'in', candidates.slice(i, i + 500)).where('lease_id', '=', leaseId).orderBy('id');
+    if (pg) ours = ours.forUpdate();
+    for (const r of await ours.execute()) held.add(String(r.id));
+  }
+  const outcomes = batch.filter((o) => held.has(String(o.delivery.id)));
   const delivered = outcomes.filter((o) => o.result.kind === 'delivered').map((o) => o.delivery.id);
   for (let i = 0; i < delivered.length; i += 500) {
     await tx
@@ -227,6 +298,13 @@ export async function recordOutcomes(tx: Tx, leaseId: string, outcomes: Delivery
       await tx.updateTable('webhooks').set({ failing_since: null }).where('id', '=', webhookId).where('failing_since', 'is not', null).execute();
     } else {
       await tx.updateTable('webhooks').set({ failing_since: now }).where('id', '=', webhookId).where('failing_since', 'is', null).execute();
+      // The endpoint is down: its other waiting deliveries wait for the same retry time, so it
+      // is probed once per retry wave instead of taking a turn for every queued event.
+      const retryAt = outcomes
+        .filter((o) => o.delivery.webhook_id === webhookId && o.result.kind === 'retry')
+        .map((o) => (o.result as { nextAttemptAt: string }).nextAttemptAt)
+        .sort()[0];
+      if (retryAt !== undefined) await postponeEndpoint(tx, webhookId, retryAt, now);
       const disabled = await tx
         .updateTable('webhooks')
         .set({ disabled_at: now, updated_at: now })

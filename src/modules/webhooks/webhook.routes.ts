@@ -5,6 +5,7 @@ import { errorResponses } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { CreatedWebhookSchema, CreateWebhookBody, DeleteWebhookQuery, WebhookSchema, WebhooksQuery } from './webhook.schema.ts';
 import { createWebhook, deleteWebhook, getWebhookPage, serializeWebhook } from './webhook.service.ts';
+import { webhookDnsFor } from './webhook-dns.ts';
 
 // Subscriptions as automation tools make them (REST hooks): subscribe when a Zap is turned on,
 // unsubscribe when it is turned off. No verification handshake (CONTRACT.md).
@@ -12,6 +13,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
   app.post(
     '/webhooks',
     {
+      // The secret is shown once: a stored Idempotency-Key answer keeps everything but it.
+      config: { idempotencyOmits: ['secret'] },
       schema: {
         tags: ['Webhooks'],
         summary: 'Subscribe a URL to events; the answer carries the signing secret, shown once',
@@ -21,7 +24,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
     },
     async (request, reply) =>
       reply.code(201).send(
-        await createWebhook(db, request.auth.program, request.body, { allowPrivate: config.webhookAllowPrivateUrls, tokenId: request.auth.tokenId }),
+        await createWebhook(db, request.auth.program, request.body, { allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config), tokenId: request.auth.tokenId }),
       ),
   );
 

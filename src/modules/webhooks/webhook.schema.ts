@@ -25,7 +25,13 @@ export type Webhook = Static<typeof WebhookSchema>;
 
 /** The answer to POST /webhooks: the only time the secret is shown. */
 export const CreatedWebhookSchema = Type.Object(
-  { ...WebhookFields, secret: Type.String({ description: 'whsec_…, shown once: verifies the webhook-signature header' }), createdAt: DateTime },
+  {
+    ...WebhookFields,
+    secret: Type.Union([Type.String(), Type.Null()], {
+      description: 'whsec_…, shown once: verifies the webhook-signature header. null when the answer is an Idempotency-Key replay: the secret is never stored with it',
+    }),
+    createdAt: DateTime,
+  },
   { title: 'CreatedWebhook' },
 );
 export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;

@@ -6,13 +6,17 @@ import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../programs/program.service.ts';
 import { newSigningSecret } from './signature.ts';
-import { assertPublicHost, parseWebhookUrl, UnsafeUrlError } from './url-guard.ts';
+import { startFanOut } from './fan-out.ts';
+import { parseWebhookUrl, UnsafeUrlError, urlHost } from './url-guard.ts';
+import { WebhookDnsError, type WebhookDns } from './webhook-dns.ts';
 import {
   countWebhooks,
   deleteWebhookRow,
   findWebhook,
   insertDelivery,
   insertWebhook,
+  lockProgram,
+  tokenStillActive,
   listAttempts,
   listWebhooks,
   requeueDeliveries,
@@ -35,18 +39,34 @@ export function serializeWebhook(row: WebhookRow): Webhook {
   };
 }
 
-/** Checks a webhook URL as the contract asks: https and a public host, unless the operator allows private ones. */
-export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promise<string> {
+/** `why` completes "The webhook URL is refused: …"; `detail` is what the field shows. */
+function refusedUrl(why: string, detail = why): ApiError {
+  return new ApiError('validation_failed', `The webhook URL is refused: ${why}.`, [{ pointer: '#/url', detail }]);
+}
+
+/**
+ * Checks a webhook URL as the contract asks: https and a host whose every address is public,
+ * unless the operator allows private ones (then nothing is looked up). The lookup counts
+ * against the program's DNS bound (webhook-dns.ts).
+ */
+export async function checkWebhookUrl(raw: string, options: { allowPrivate: boolean; dns: WebhookDns; programId: string }): Promise<string> {
+  let url: URL;
   try {
-    const url = parseWebhookUrl(raw.trim(), allowPrivate);
-    if (!allowPrivate) await assertPublicHost(url);
-    return url.toString();
+    url = parseWebhookUrl(raw.trim(), options.allowPrivate);
   } catch (error) {
-    if (error instanceof UnsafeUrlError) {
-      throw new ApiError('validation_failed', `The webhook URL is refused: it ${error.message}.`, [{ pointer: '#/url', detail: error.message }]);
-    }
+    if (error instanceof UnsafeUrlError) throw refusedUrl(`it ${error.message}`, error.message);
     throw error;
   }
+  if (!options.allowPrivate) {
+    try {
+      await options.dns.resolve(urlHost(url), { programId: options.programId, allowPrivate: false });
+    } catch (error) {
+      if (!(error instanceof WebhookDnsError)) throw error;
+      if (error.code === 'EBUSY') throw new ApiError('rate_limited', 'Too many webhook host lookups are waiting for this program; retry shortly.');
+      throw refusedUrl(error.code === 'EPRIVATE' ? error.message : `its host could not be resolved: ${error.message}`);
+    }
+  }
+  return url.toString();
 }
 
 /** Subscribes a URL to event types (REST hooks). `tokenId`: the API token that subscribed, if any. */
@@ -54,14 +74,11 @@ export async function createWebhook(
   db: Db,
   program: ProgramContext,
   body: CreateWebhookBody,
-  options: { allowPrivate: boolean; tokenId: string | null },
+  options: { allowPrivate: boolean; dns: WebhookDns; tokenId: string | null },
 ): Promise<CreatedWebhook> {
-  const url = await checkWebhookUrl(body.url, options.allowPrivate);
   const types = [...new Set(body.events)];
   if (types.includes('*') && types.length > 1) throw invalidField('#/events', 'use ["*"] alone, or name the event types');
-  if ((await countWebhooks(db, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
-    throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
-  }
+  const url = await checkWebhookUrl(body.url, { allowPrivate: options.allowPrivate, dns: options.dns, programId: program.id });
   const now = program.clock().toISOString();
   const row = {
     id: newId(),
@@ -78,7 +95,19 @@ export async function createWebhook(
   const created = { id: row.id, url, events: types, secret: row.secret, createdAt: now };
   // In a transaction, so that an Idempotency-Key's response commits with the subscription.
   return inTransaction(db, async (tx) => {
+    // The program's row lock serialises its subscribes (PostgreSQL; SQLite has one writer), so
+    // the count and the insert are one step and concurrent creates cannot pass the cap together.
+    await lockProgram(tx, program.id);
+    if ((await countWebhooks(tx, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
+      throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
+    }
     await insertWebhook(tx, row);
+    // A token revoked while this request ran (its answer may have come from the cache) must not
+    // leave a subscription behind: the check reads the token after the insert, under a lock
+    // its revocation waits on, so either the revocation sees this row and deletes it, or this
+    // sees the revocation and rolls back.
+    if (options.tokenId !== null && !(await tokenStillActive(tx, options.tokenId))) throw new ApiError('unauthorized', 'The bearer token is unknown or revoked.');
+    await startFanOut(tx, program.id);
     return created;
   });
 }
@@ -112,7 +141,7 @@ export async function sendTestEvent(db: Db, program: ProgramContext, id: string)
   return inTransaction(db, async (tx) => {
     const now = program.clock().toISOString();
     const eventId = await recordEvent(tx, program.id, 'webhook.test', { webhookId: webhook.id, url: webhook.url, message: 'A test event sent from the Tandem dashboard.', sentAt: now }, now);
-    await insertDelivery(tx, webhook.id, eventId, now);
+    await insertDelivery(tx, webhook, eventId, now);
     return eventId;
   });
 }

@@ -4,7 +4,7 @@
    in a first-party cookie for the program's window, and exposes window.tandem.referral (a link
    string POST /referrals accepts as affiliateId). It never throws and never blocks the page. */
 (function () {
-  var w = window, d = document, REF = 'tandem_ref', VID = 'tandem_vid';
+  var w = window, d = document, REF = 'tandem_ref';
   var t = (w.tandem = w.tandem || {});
   var script = d.currentScript || d.querySelector('script[data-program-id]');
 
@@ -29,12 +29,6 @@
       w.dispatchEvent(new CustomEvent('tandem:ready', { detail: { referral: t.referral } }));
     } catch (e) { /* very old browsers: window.tandem still holds the referral */ }
   }
-  function randomId() {
-    var a = new Uint8Array(16), s = '';
-    (w.crypto || w.msCrypto).getRandomValues(a);
-    for (var i = 0; i < a.length; i++) s += ('0' + a[i].toString(16)).slice(-2);
-    return s;
-  }
 
   function run() {
     try {
@@ -43,13 +37,13 @@
       // Only a landing with a query string can carry a referral: other pages send nothing.
       if (!id || !location.search || !w.fetch) return ready();
       var base = new URL(script.src, location.href).origin;
-      var visitor = cookie(VID) || randomId();
       var abort = w.AbortController ? new AbortController() : null;
       var timer = setTimeout(function () { if (abort) abort.abort(); }, 5000);
       fetch(base + '/api/track/click?programId=' + encodeURIComponent(id), {
         method: 'POST',
         headers: { 'content-type': 'text/plain' },
-        body: JSON.stringify({ url: location.href, visitorId: visitor }),
+        // No visitor id: the server tells visitors apart (docs/tracking.md, "What is counted").
+        body: JSON.stringify({ url: location.href }),
         credentials: 'omit',
         keepalive: true,
         signal: abort ? abort.signal : undefined
@@ -57,10 +51,8 @@
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (a) {
           if (!a || !a.referral) return;
-          var domain = cookieDomain(a.domain);
-          setCookie(VID, visitor, a.cookieDays, domain);
           if (t.referral && a.attribution === 'first') return;
-          setCookie(REF, a.referral, a.cookieDays, domain);
+          setCookie(REF, a.referral, a.cookieDays, cookieDomain(a.domain));
           t.referral = a.referral;
         })
         .catch(function () { /* Tandem down or slow: the page goes on, the old referral stays */ })

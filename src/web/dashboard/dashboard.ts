@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { notFound } from '../../domain/errors.ts';
+import { ApiError, notFound } from '../../domain/errors.ts';
+import { assertCleanInput, assertWellEncodedQuery } from '../../http/input-guard.ts';
 import { findUserProgram, programContextOf } from '../../modules/programs/program.service.ts';
 import { currentUser } from './dashboard-page.ts';
 import { programRoutes } from './programs.routes.ts';
@@ -30,6 +31,19 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
     // After login the user comes back to the page; a form post cannot be replayed, so its page's program is the way back.
     const next = request.method === 'GET' ? request.url : '/dashboard';
     return reply.redirect(`/login?next=${encodeURIComponent(next)}`, request.method === 'GET' ? 302 : 303);
+  });
+
+  // Query strings become list filters and searches that reach the database: one with a broken
+  // %-escape, a control character or a lone surrogate is refused whole with a 400 page, as the
+  // API refuses it (PostgreSQL rejects NUL in text, which was a 500).
+  app.addHook('onRequest', async (request) => {
+    assertWellEncodedQuery(request.url);
+    try {
+      assertCleanInput(request.query);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      throw new ApiError('bad_request', 'This address holds control characters or broken text in its query string, which no page here accepts.');
+    }
   });
 
   app.addHook('preHandler', async (request) => {

@@ -5,6 +5,7 @@ import { ApiError, type FieldError } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { SUBSCRIBABLE_EVENT_TYPES } from '../../modules/events/outbox.ts';
 import { CreateWebhookBody, type CreatedWebhook } from '../../modules/webhooks/webhook.schema.ts';
+import { webhookDnsFor } from '../../modules/webhooks/webhook-dns.ts';
 import {
   createWebhook,
   deleteWebhook,
@@ -222,7 +223,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     const form = readForm(request);
     const events = postedList(request, 'events');
     try {
-      const created = await createWebhook(db, context, createBodyOf(form, events), { allowPrivate: config.webhookAllowPrivateUrls, tokenId: null });
+      const created = await createWebhook(db, context, createBodyOf(form, events), { allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config), tokenId: null });
       return listPage(request, reply, { created });
     } catch (error) {
       return listPage(request, reply, { values: form, events, errors: formErrorsOf(error) });

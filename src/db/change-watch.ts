@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type SqliteDatabase from 'better-sqlite3';
+
+// How a process learns that another process changed something it caches (revoked a token,
+// changed a program). On PostgreSQL the changing transaction sends NOTIFY on a channel and
+// every process LISTENs on a connection of its own; a lost connection means notifications may
+// have been missed, so the cache is dropped and not trusted until the listener is back. On
+// SQLite other processes (the CLI beside the server) write the same file: the connection's
+// `data_version` changes whenever another connection committed, and it is checked before each
+// use of the cache.
+
+export interface ChangeWatch {
+  /**
+   * Whether the cache may be used now. Calls the watch's `onChange` first if another process
+   * changed the database since the last call (SQLite); false while the listener is not
+   * connected (PostgreSQL).
+   */
+  trustCache(): boolean;
+  close(): Promise<void>;
+}
+
+export function watchSqliteChanges(connection: SqliteDatabase.Database, onChange: () => void): ChangeWatch {
+  const dataVersion = () => connection.pragma('data_version', { simple: true }) as number;
+  let seen = dataVersion();
+  return {
+    trustCache() {
+      const now = dataVersion();
+      if (now !== seen) {
+        seen = now;
+        onChange();
+      }
+      return true;
+    },
+    close: async () => {},
+  };
+}
+
+/** Reconnect delays after a lost listener connection, ms (the last one repeats). */
+const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
+/** How long a probe notification may take to come back before the listener is judged deaf. */
+const PROBE_TIMEOUT_MS = 2000;
+/** How often a deaf listener tries its probe again. */
+const REPROBE_MS = 30_000;
+
+/**
+ * `notify` sends a notification on `channel` through the application's own pool. Once LISTENing,
+ * the watch sends itself a probe that way and trusts the cache only after the probe came back:
+ * behind a pooler that does not carry notifications (PgBouncer in transaction mode) the probe
+ * never arrives and the cache is simply not used, rather than trusted while deaf.
+ */
+export function listenPostgres(clientConfig: pg.ClientConfig, channel: string, onChange: () => void, notify: (payload: string) => Promise<void>): ChangeWatch {
+  let client: pg.Client | null = null;
+  let listening = false;
+  let closed = false;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let probeTimer: NodeJS.Timeout | undefined;
+  let awaitedProbe: string | null = null;
+
+  const probe = (listener: pg.Client) => {
+    if (client !== listener || closed) return;
+    awaitedProbe = `probe:${randomUUID()}`;
+    const sent = awaitedProbe;
+    notify(sent).catch(() => {});
+    probeTimer = setTimeout(() => {
+      if (awaitedProbe === sent) probeTimer = setTimeout(() => probe(listener), REPROBE_MS);
+    }, PROBE_TIMEOUT_MS);
+  };
+
+  const lost = (stale: pg.Client) => {
+    if (client !== stale) return;
+    client = null;
+    listening = false;
+    awaitedProbe = null;
+    clearTimeout(probeTimer);
+    onChange(); // notifications may have been missed
+    stale.end().catch(() => {});
+    if (!closed) timer = setTimeout(connect, RECONNECT_MS[Math.min(failures++, RECONNECT_MS.length - 1)]);
+  };
+
+  const connect = () => {
+    const next = new pg.Client(clientConfig);
+    client = next;
+    next.on('error', () => lost(next));
+    next.on('end', () => lost(next));
+    next.on('notification', (message) => {
+      if (message.channel !== channel) return;
+      if (awaitedProbe !== null && message.payload === awaitedProbe) {
+        // The round trip works: from now on every change reaches this process.
+        awaitedProbe = null;
+        clearTimeout(probeTimer);
+        onChange(); // anything changed while the listener was away is forgotten first
+        listening = true;
+        return;
+      }
+      onChange();
+    });
+    next
+      .connect()
+      .then(() => next.query(`listen ${channel}`))
+      .then(() => {
+        if (client !== next) return;
+        failures = 0;
+        probe(next);
+      })
+      .catch(() => lost(next));
+  };
+  connect();
+
+  return {
+    trustCache: () => listening,
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      clearTimeout(probeTimer);
+      const current = client;
+      client = null;
+      listening = false;
+      await current?.end().catch(() => {});
+    },
+  };
+}
