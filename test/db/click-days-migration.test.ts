@@ -1,39 +1,22 @@
 // Upgrading a database that already holds clicks (issue 17 item 6): the click-days migration
 // fills the daily counts from the stored click rows — clicks of deleted links included — so the
 // dashboard's daily figures are the same before and after it, and new clicks add to those rows.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import * as clickDays from '../../src/db/migrations/2026-11-25T0200-click-days.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
-import { systemClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { createAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
-import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
 import { addClickToCounters, countClicksByDay } from '../../src/modules/tracking/click.repository.ts';
-import { createUser } from '../../src/modules/users/user.service.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { seedProgram, useMigratedDatabase } from '../helpers/migrated-database.ts';
 
-let database: TestDatabase;
-let handle: DatabaseHandle;
-
-before(async () => {
-  database = await createTestDatabase();
-  handle = openDatabase({ databaseUrl: database.url });
-  await migrateToLatest(handle.db as unknown as Kysely<unknown>);
-});
-after(async () => {
-  await handle?.close();
-  await database?.drop();
-});
+const migrated = useMigratedDatabase();
 
 describe('the click-days migration over stored clicks', () => {
   it('counts every stored click into its link and day, and later clicks add to those counts', async () => {
-    const db = handle.db;
-    const user = await createUser(db, { email: 'owner@example.com', password: 'a long password' });
-    const program = toProgramContext(await getProgram(db, (await createProgram(db, { ownerUserId: user.id, name: 'Old', domain: 'old.example' })).id), systemClock);
+    const db = migrated();
+    const program = await seedProgram(db);
     const ann = await createAffiliate(db, program, { firstName: 'Ann', lastName: 'Old', email: 'ann@example.com' });
     const bob = await createAffiliate(db, program, { firstName: 'Bob', lastName: 'Old', email: 'bob@example.com' });
     const linkOf = async (affiliateId: string) => (await db.selectFrom('affiliate_links').select('id').where('affiliate_id', '=', affiliateId).executeTakeFirstOrThrow()).id;

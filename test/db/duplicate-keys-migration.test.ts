@@ -1,39 +1,22 @@
 // Upgrading a database that already holds duplicate invoices and customer ids (recorded before
 // the "recorded once" rule): the migration must not fail, the first of each duplicate holds the
 // key, and the rule holds for new rows afterwards.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import * as duplicateKeys from '../../src/db/migrations/2026-11-23T0400-duplicate-keys.ts';
-import { systemClock } from '../../src/domain/clock.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { createAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
-import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
 import { createReferral } from '../../src/modules/referrals/referral.service.ts';
 import { createSale } from '../../src/modules/sales/sale.service.ts';
-import { createUser } from '../../src/modules/users/user.service.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { seedProgram, useMigratedDatabase } from '../helpers/migrated-database.ts';
 
-let database: TestDatabase;
-let handle: DatabaseHandle;
-
-before(async () => {
-  database = await createTestDatabase();
-  handle = openDatabase({ databaseUrl: database.url });
-  await migrateToLatest(handle.db as unknown as Kysely<unknown>);
-});
-after(async () => {
-  await handle?.close();
-  await database?.drop();
-});
+const migrated = useMigratedDatabase();
 
 describe('the duplicate-keys migration over old duplicates', () => {
   it('gives each key to the first of its duplicates, and the rule holds afterwards', async () => {
-    const db = handle.db;
-    const user = await createUser(db, { email: 'owner@example.com', password: 'a long password' });
-    const program = toProgramContext(await getProgram(db, (await createProgram(db, { ownerUserId: user.id, name: 'Old', domain: 'old.example' })).id), systemClock);
+    const db = migrated();
+    const program = await seedProgram(db);
     const affiliate = await createAffiliate(db, program, { firstName: 'Ada', lastName: 'Old', email: 'ada@example.com' });
     const referral = await createReferral(db, program, { name: 'Carl', email: 'carl@example.com', referredUserExternalId: 'cus_1', affiliateId: affiliate.id });
     const sale = await createSale(db, program, { referralId: referral.id, totalEarned: 10, externalInvoiceId: 'in_1' });
