@@ -21,7 +21,9 @@ export interface ChangeWatch {
 }
 
 export function watchSqliteChanges(connection: SqliteDatabase.Database, onChange: () => void): ChangeWatch {
-  const dataVersion = () => connection.pragma('data_version', { simple: true }) as number;
+  // Prepared once: Database#pragma prepares its statement on every call, a cost paid per request here.
+  const statement = connection.prepare('pragma data_version').pluck();
+  const dataVersion = () => statement.get() as number;
   let seen = dataVersion();
   return {
     trustCache() {
