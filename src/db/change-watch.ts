@@ -42,7 +42,7 @@ export function watchSqliteChanges(connection: SqliteDatabase.Database, onChange
 const RECONNECT_MS = [100, 500, 1000, 2000, 5000];
 /** How long a probe notification may take to come back before the listener is judged deaf. */
 const PROBE_TIMEOUT_MS = 2000;
-/** How often a deaf listener tries its probe again. */
+/** How often the listener probes itself again: a deaf one to see if it hears now, a healthy one to see that it still does. */
 const REPROBE_MS = 30_000;
 
 /**
@@ -66,8 +66,12 @@ export function listenPostgres(clientConfig: pg.ClientConfig, channel: string, o
     const sent = awaitedProbe;
     notify(sent).catch(() => {});
     probeTimer = setTimeout(() => {
-      if (awaitedProbe === sent) probeTimer = setTimeout(() => probe(listener), REPROBE_MS);
-    }, PROBE_TIMEOUT_MS);
+      if (awaitedProbe !== sent) return;
+      // A listener that heard before and no longer does lost its connection without being told
+      // (a silent network drop): start over. One that never heard waits and tries again.
+      if (listening) lost(listener);
+      else probeTimer = setTimeout(() => probe(listener), REPROBE_MS).unref();
+    }, PROBE_TIMEOUT_MS).unref();
   };
 
   const lost = (stale: pg.Client) => {
@@ -78,11 +82,12 @@ export function listenPostgres(clientConfig: pg.ClientConfig, channel: string, o
     clearTimeout(probeTimer);
     onChange(); // notifications may have been missed
     stale.end().catch(() => {});
-    if (!closed) timer = setTimeout(connect, RECONNECT_MS[Math.min(failures++, RECONNECT_MS.length - 1)]);
+    if (!closed) timer = setTimeout(connect, RECONNECT_MS[Math.min(failures++, RECONNECT_MS.length - 1)]).unref();
   };
 
   const connect = () => {
-    const next = new pg.Client(clientConfig);
+    // Keepalive, so a connection dropped by the network without a word is noticed by TCP too.
+    const next = new pg.Client({ ...clientConfig, keepAlive: true });
     client = next;
     next.on('error', () => lost(next));
     next.on('end', () => lost(next));
@@ -92,10 +97,12 @@ export function listenPostgres(clientConfig: pg.ClientConfig, channel: string, o
         // The round trip works: from now on every change reaches this process.
         awaitedProbe = null;
         clearTimeout(probeTimer);
-        onChange(); // anything changed while the listener was away is forgotten first
+        if (!listening) onChange(); // anything changed while the listener was away is forgotten first
         listening = true;
+        probeTimer = setTimeout(() => probe(next), REPROBE_MS).unref();
         return;
       }
+      if (message.payload?.startsWith('probe:')) return; // another process probing itself
       onChange();
     });
     next

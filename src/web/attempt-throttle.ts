@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/transaction.ts';
 import type { Clock } from '../domain/clock.ts';
+import { addressKey } from '../http/client-address.ts';
 import { ApiError } from '../domain/errors.ts';
 import { countAttempt, uncountAttempt, type AttemptLimit } from '../modules/throttling/attempt-counter.ts';
 import { normaliseEmail } from '../modules/users/user.service.ts';
@@ -9,7 +10,8 @@ import { trustedDevice } from './device-cookie.ts';
 
 // Login, sign-up and password change are limited only for requests that passed the CSRF check
 // (these run in the route handler, after it), so a bare POST from anywhere counts for nothing:
-// - per client address, every attempt of one kind: a guesser on one address is slowed without
+// - per client address (an IPv6 address by its /64, one subscriber's network), every attempt of
+//   one kind: a guesser on one address is slowed without
 //   touching users elsewhere (behind a balancer the address is right only with TRUST_PROXY);
 // - logins per account, split by who tries (OWASP's device cookies): a browser with a valid
 //   device cookie for the account (it logged in there before) counts on its own; every other
@@ -51,7 +53,7 @@ async function countOrRefuse(db: Db, reply: FastifyReply, key: string, limit: At
 }
 
 const countAddress = (db: Db, request: FastifyRequest, reply: FastifyReply, form: 'login' | 'signup' | 'password', now: Date) =>
-  countOrRefuse(db, reply, `${form}:address:${request.ip}`, ADDRESS_LIMIT, now, 'Too many attempts from your network.');
+  countOrRefuse(db, reply, `${form}:address:${addressKey(request.ip)}`, ADDRESS_LIMIT, now, 'Too many attempts from your network.');
 
 /**
  * Counts a login attempt for the client's address and for the device or, without a trusted

@@ -106,6 +106,18 @@ describe('login throttling behind a proxy', () => {
     assert.equal((await attemptLogin(attacker, user.email, PASSWORD)).status, 303);
   });
 
+  it('counts an IPv6 network (/64) as one address: hopping within it does not escape the limit', async () => {
+    const user = await BrowserSession.signUp(test.url, uniqueEmail('v6'));
+    for (let i = 0; i < ADDRESS_LIMIT.max; i++) {
+      const response = await attemptLogin(visitorAt(`2001:db8:aa:bb::${(i + 1).toString(16)}`), `guess-v6-${i}@example.com`, 'wrong password');
+      assert.equal(response.status, 401, `attempt ${i + 1} is answered normally`);
+    }
+    assertThrottled(await attemptLogin(visitorAt('2001:db8:aa:bb:ffff::1'), user.email, PASSWORD), /Too many attempts from your network/);
+    // The next /64 is another network.
+    assert.equal((await attemptLogin(visitorAt('2001:db8:aa:bc::1'), user.email, PASSWORD)).status, 303);
+    clockOffsetMs += ADDRESS_LIMIT.windowMs;
+  });
+
   it('stops guesses on one account spread over many addresses, until the window ends', async () => {
     const user = await BrowserSession.signUp(test.url, uniqueEmail('target'));
     for (let i = 0; i < UNTRUSTED_LOGIN_LIMIT.max; i++) {

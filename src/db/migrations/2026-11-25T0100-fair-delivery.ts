@@ -29,6 +29,21 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .columns(['webhook_id', 'next_attempt_at'])
     .where(sql.ref('state'), '=', 'pending')
     .execute();
+  // A disabled endpoint's held queue, counted against its cap at fan-out.
+  await db.schema
+    .createIndex('webhook_deliveries_webhook_held')
+    .on('webhook_deliveries')
+    .columns(['webhook_id', 'id'])
+    .where(sql.ref('state'), '=', 'held')
+    .execute();
+  // Rows a process of the previous release inserted during a rolling upgrade, without their
+  // program: the worker gives them one (normally empty, so it costs nothing).
+  await db.schema
+    .createIndex('webhook_deliveries_without_program')
+    .on('webhook_deliveries')
+    .column('id')
+    .where(sql.ref('program_id'), 'is', null)
+    .execute();
   await db.schema.dropIndex('webhook_deliveries_due').execute();
 
   // Per program with subscriptions: the last event sequence whose deliveries have been made.
@@ -44,6 +59,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('webhook_fanout').execute();
+  await db.schema.dropIndex('webhook_deliveries_without_program').execute();
+  await db.schema.dropIndex('webhook_deliveries_webhook_held').execute();
   await db.schema.dropIndex('webhook_deliveries_webhook_pending').execute();
   await db.schema.dropIndex('webhook_deliveries_program_due').execute();
   await db.schema

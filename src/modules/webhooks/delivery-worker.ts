@@ -10,7 +10,8 @@ import { createWebhookSender, type SendResult, type WebhookSender } from './webh
 import { webhookDnsFor } from './webhook-dns.ts';
 import {
   claimDueDeliveries,
-  programsWithPendingDeliveries,
+  assignDeliveryPrograms,
+  programsWithDueDeliveries,
   readClaimedDeliveries,
   recordOutcomes,
   type ClaimedDelivery,
@@ -62,7 +63,7 @@ export interface WorkerOptions {
 }
 
 const CLAIM_BATCH = 500;
-/** Deliveries of one program this worker has leased at once (its fair share of the worker). */
+/** Deliveries of one program this worker has leased at once, at most (its share shrinks as more programs have work). */
 const PER_PROGRAM_IN_FLIGHT = 32;
 /** Programs visited per pass; more wait for the next pass, which starts after the last one visited. */
 const PROGRAMS_PER_PASS = 100;
@@ -74,6 +75,11 @@ const FAN_OUT_ROWS_PER_STEP = 1000;
  */
 const BUSY_PAUSE_MS = 50;
 const MAX_IN_FLIGHT = 1000;
+/**
+ * A program with nothing in flight may still lease its share when MAX_IN_FLIGHT is taken (by
+ * many programs whose endpoints hang), up to this many in all: a newcomer is never shut out.
+ */
+const HARD_MAX_IN_FLIGHT = 2 * MAX_IN_FLIGHT;
 /** Deliveries one endpoint has in flight at once (started in sequence order); one while it is failing. */
 const PER_ENDPOINT_CONCURRENCY = 16;
 /** Outcomes written per transaction at most. */
@@ -232,11 +238,12 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
         void this.send(item).finally(() => {
           this.active--;
           settle(item.delivery.program_id);
-          if (this.queue.length > 0) this.pump();
-          else if (this.active === 0 && lanes.get(this.webhookId) === this) lanes.delete(this.webhookId);
+          this.pump();
           wake();
         });
       }
+      // Drained (sent, or given back unsent): the lane goes, so stop() and the map see no idle lanes.
+      if (this.active === 0 && this.queue.length === 0 && lanes.get(this.webhookId) === this) lanes.delete(this.webhookId);
     }
 
     async send({ delivery, leaseId }: Leased) {
@@ -287,37 +294,43 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
 
   /**
    * Leases due deliveries program by program, round-robin from where the last pass stopped,
-   * each program up to its share (PER_PROGRAM_IN_FLIGHT less what it has in flight here), and
-   * hands them to their endpoints' lanes. Returns how many it leased.
+   * and hands them to their endpoints' lanes. Each program gets a share: PER_PROGRAM_IN_FLIGHT,
+   * less when many programs have work (MAX_IN_FLIGHT split between them, at least 1), less what
+   * it has in flight here. A program with nothing in flight gets its share even when the
+   * worker is full (up to HARD_MAX_IN_FLIGHT), so hanging endpoints of many programs cannot
+   * shut out another. Returns how many it leased.
    */
   async function claimAndDispatch(): Promise<number> {
-    let room = MAX_IN_FLIGHT - inFlight;
-    if (room <= 0) return 0;
     const now = clock();
+    const nowIso = now.toISOString();
     const leaseId = randomUUID();
     const leaseUntil = now.getTime() + leaseMs;
-    let programs = await programsWithPendingDeliveries(db, claimAfter, PROGRAMS_PER_PASS);
+    let programs = await programsWithDueDeliveries(db, claimAfter, nowIso, PROGRAMS_PER_PASS);
     if (programs.length < PROGRAMS_PER_PASS && claimAfter !== null) {
       const from = claimAfter;
-      const wrapped = await programsWithPendingDeliveries(db, null, PROGRAMS_PER_PASS - programs.length);
+      const wrapped = await programsWithDueDeliveries(db, null, nowIso, PROGRAMS_PER_PASS - programs.length);
       programs = [...programs, ...wrapped.filter((id) => id <= from)];
     }
-    claimAfter = programs.length === PROGRAMS_PER_PASS ? programs[programs.length - 1]! : null;
+    const busyPrograms = new Set([...inFlightByProgram.keys(), ...programs]).size;
+    const fairShare = Math.max(1, Math.min(PER_PROGRAM_IN_FLIGHT, Math.floor(MAX_IN_FLIGHT / busyPrograms)));
+    let leased = inFlight;
+    let visited: string | null = null;
     const ids: (number | string)[] = [];
     for (const programId of programs) {
-      const share = Math.min(PER_PROGRAM_IN_FLIGHT - (inFlightByProgram.get(programId) ?? 0), room, CLAIM_BATCH);
+      if (leased >= HARD_MAX_IN_FLIGHT) break;
+      visited = programId;
+      const held = inFlightByProgram.get(programId) ?? 0;
+      // A full worker still serves a program with nothing in flight.
+      const room = held === 0 ? HARD_MAX_IN_FLIGHT - leased : MAX_IN_FLIGHT - leased;
+      const share = Math.min(fairShare - held, room, CLAIM_BATCH);
       if (share <= 0) continue;
-      const claimed = await claimDueDeliveries(db, {
-        programId,
-        now: now.toISOString(),
-        leaseId,
-        leaseUntil: new Date(leaseUntil).toISOString(),
-        limit: share,
-      });
+      const claimed = await claimDueDeliveries(db, { programId, now: nowIso, leaseId, leaseUntil: new Date(leaseUntil).toISOString(), limit: share });
       ids.push(...claimed);
-      room -= claimed.length;
-      if (room <= 0) break;
+      leased += claimed.length;
     }
+    // The next pass starts after the last program this one reached, so none loses its turn; a
+    // round that reached the end of a short list starts again from the first.
+    if (visited !== null) claimAfter = visited === programs.at(-1) && programs.length < PROGRAMS_PER_PASS ? null : visited;
     // Counted as read back: a delivery whose endpoint was deleted meanwhile is simply gone.
     for (const delivery of await readClaimedDeliveries(db, ids)) {
       inFlight++;
@@ -337,6 +350,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
       { maxPendingPerProgram: config.webhookMaxPendingPerProgram, maxRowsPerStep: FAN_OUT_ROWS_PER_STEP, maxPrograms: PROGRAMS_PER_PASS },
       clock().toISOString(),
       fanOutAfter,
+      (error, programId) => log.error({ err: error, programId }, "could not make a program's webhook deliveries; trying again next pass"),
     );
     fanOutAfter = next;
     return made;
@@ -355,23 +369,30 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
 
   async function loop() {
     while (running) {
-      let busy = false;
-      try {
-        // A read-only probe first: an idle worker then writes nothing (no WAL churn, no dead rows).
-        const numbered = (await hasUnsequencedEvents(db)) ? await sequenceEvents(db) : 0;
-        const made = await fanOut();
-        const claimed = await claimAndDispatch();
-        await purgeIfDue();
-        busy = numbered > 0 || made > 0 || claimed > 0;
-      } catch (error) {
-        if (!running) break;
-        log.error({ err: error }, 'webhook worker pass failed; retrying');
-        await idle(1000);
-        continue;
-      }
+      // Each step on its own: a failing one (the database away, say) does not keep the others
+      // from running, so a delivery due now still leaves if numbering or fan-out fails.
+      let failed = false;
+      const step = async (what: string, work: () => Promise<number>) => {
+        try {
+          return await work();
+        } catch (error) {
+          if (running) log.error({ err: error }, `webhook worker: ${what} failed; retrying`);
+          failed = true;
+          return 0;
+        }
+      };
+      // A read-only probe first: an idle worker then writes nothing (no WAL churn, no dead rows).
+      const numbered = await step('numbering events', async () => ((await hasUnsequencedEvents(db)) ? sequenceEvents(db) : 0));
+      const made = await step('fan-out', async () => {
+        const adopted = await assignDeliveryPrograms(db);
+        if (adopted > 0) log.warn({ adopted }, 'gave their program to deliveries made by a process of the previous release');
+        return adopted + (await fanOut());
+      });
+      const claimed = await step('claiming deliveries', claimAndDispatch);
+      await step('purge', async () => (await purgeIfDue(), 0));
       if (!running) break;
-      if (busy) await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
-      else await idle(pollMs);
+      if (numbered > 0 || made > 0 || claimed > 0) await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
+      else await idle(failed ? 1000 : pollMs);
     }
   }
 

@@ -10,9 +10,12 @@ import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 // once, and no program's burst delays another's deliveries.
 //
 // Subscriptions made after the event are skipped; disabled ones still get theirs, held until the
-// endpoint is re-enabled, so re-enabling delivers what it missed. `webhook.test` goes only where
+// endpoint is re-enabled (up to MAX_HELD_PER_ENDPOINT), so re-enabling delivers what it missed. `webhook.test` goes only where
 // it is sent. Subscriptions store their types as a JSON array, so `"type"` with its quotes
 // matches whole names.
+
+/** Deliveries held for one disabled endpoint at most: past it, its new events are not queued for it. */
+export const MAX_HELD_PER_ENDPOINT = 1000;
 
 export interface FanOutLimits {
   /** Pending deliveries a program may have; at the bound its events wait. */
@@ -61,6 +64,26 @@ export async function countPendingDeliveries(db: Db | Tx, programId: string, bou
   return Number(row.n);
 }
 
+/**
+ * The program's disabled endpoints whose held queue is at MAX_HELD_PER_ENDPOINT (`full`), and
+ * how many more the least roomy of the others can hold (`room`; Infinity with none).
+ */
+async function heldQueues(tx: Tx, programId: string): Promise<{ full: string[]; room: number }> {
+  const disabled = await tx.selectFrom('webhooks').select('id').where('program_id', '=', programId).where('disabled_at', 'is not', null).execute();
+  const full: string[] = [];
+  let room = Infinity;
+  for (const { id } of disabled) {
+    const held = await tx
+      .selectFrom((eb) => eb.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', id).where('state', '=', 'held').limit(MAX_HELD_PER_ENDPOINT).as('held'))
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
+    const left = MAX_HELD_PER_ENDPOINT - Number(held.n);
+    if (left <= 0) full.push(id);
+    else room = Math.min(room, left);
+  }
+  return { full, room };
+}
+
 /** One program's step: deliveries for its next events, as many as its bound leaves room for. Returns the rows made. */
 async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, now: string): Promise<number> {
   return inTransaction(db, async (tx) => {
@@ -80,11 +103,16 @@ async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, no
       .select((eb) => eb.fn.countAll<number | string>().as('n'))
       .where('program_id', '=', programId)
       .executeTakeFirstOrThrow();
+    // A disabled endpoint keeps a queue for when it is re-enabled, up to its cap; past it, it
+    // misses events (they can be polled) rather than grow without bound.
+    const held = await heldQueues(tx, programId);
+    const full = held.full;
     // Each event makes at most one row per subscription: take as many events as keep the step
     // within both bounds (the pending bound is at least the subscription cap, so an empty queue
     // always has room for one event).
     const perEvent = Math.max(1, Number(subscriptions.n));
-    const events = Math.floor(Math.min(room, limits.maxRowsPerStep) / perEvent);
+    // …and no disabled endpoint's held queue past its cap (an event makes at most one row each).
+    const events = Math.min(Math.floor(Math.min(room, limits.maxRowsPerStep) / perEvent), held.room);
     if (events === 0) return 0;
     const last = await tx
       .selectFrom((eb) =>
@@ -102,6 +130,9 @@ async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, no
     if (last?.upTo === null || last?.upTo === undefined) return 0;
     const upTo = Number(last.upTo);
     const at = timestampValue(tx, now);
+    const skipFull = full.length === 0 ? sql`` : sql`and w.id not in (${sql.join(full)})`;
+    // ON CONFLICT: a process of the previous release (a rolling upgrade) may have made some of
+    // these rows already, in its own sequencer.
     const made = await sql`
       insert into webhook_deliveries (webhook_id, program_id, event_id, state, attempts, next_attempt_at, created_at, updated_at)
       select w.id, w.program_id, e.id, case when w.disabled_at is null then 'pending' else 'held' end, 0, ${at}, ${at}, ${at}
@@ -110,7 +141,9 @@ async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, no
         and e.type <> 'webhook.test'
         and w.created_at <= e.created_at
         and (w.events = '["*"]' or w.events like '%"' || e.type || '"%')
-      order by e.sequence, w.id`.execute(tx);
+        ${skipFull}
+      order by e.sequence, w.id
+      on conflict (event_id, webhook_id) do nothing`.execute(tx);
     await tx.updateTable('webhook_fanout').set({ last_sequence: upTo }).where('program_id', '=', programId).execute();
     return Number(made.numAffectedRows ?? 0n);
   });
@@ -120,13 +153,26 @@ async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, no
  * One fan-out pass over the programs with events waiting, round-robin: `after` is where the
  * previous pass stopped. Returns the deliveries made and where to start the next pass.
  */
-export async function fanOutPass(db: Db, limits: FanOutLimits, now: string, after: string | null): Promise<{ made: number; next: string | null }> {
+export async function fanOutPass(
+  db: Db,
+  limits: FanOutLimits,
+  now: string,
+  after: string | null,
+  onError: (error: unknown, programId: string) => void,
+): Promise<{ made: number; next: string | null }> {
   let programs = await programsToFanOut(db, after, limits.maxPrograms);
   if (programs.length < limits.maxPrograms && after !== null) {
     const wrapped = await programsToFanOut(db, null, limits.maxPrograms - programs.length);
     programs = [...programs, ...wrapped.filter((id) => id <= after)];
   }
   let made = 0;
-  for (const programId of programs) made += await fanOutProgram(db, programId, limits, now);
+  for (const programId of programs) {
+    // One program's failure (its subscriptions deleted mid-step, say) is its own: the others go on.
+    try {
+      made += await fanOutProgram(db, programId, limits, now);
+    } catch (error) {
+      onError(error, programId);
+    }
+  }
   return { made, next: programs.length === limits.maxPrograms ? programs[programs.length - 1]! : null };
 }

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { dialectOf, lockedOnPostgres } from '../../db/dialect.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import type { WebhookAttemptsTable, WebhooksTable } from '../../db/schema.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -13,9 +13,11 @@ export function insertWebhook(db: Db, row: Insertable<WebhooksTable>) {
   return db.insertInto('webhooks').values(row).execute();
 }
 
-/** Locks the program's row until the transaction ends (PostgreSQL; SQLite has one writer). */
+/** Serialises the program's subscribes until the transaction ends (PostgreSQL; SQLite has one writer). */
 export async function lockProgram(tx: Tx, programId: string): Promise<void> {
-  await lockedOnPostgres(tx, tx.selectFrom('programs').select('id').where('id', '=', programId)).execute();
+  // NO KEY UPDATE: subscribes of the program wait for each other, while inserts that merely
+  // reference the program (its events, sales, deliveries: KEY SHARE) go on.
+  if (dialectOf(tx) === 'postgres') await tx.selectFrom('programs').select('id').where('id', '=', programId).forNoKeyUpdate().execute();
 }
 
 /**
@@ -157,21 +159,43 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Programs with pending deliveries, in program-id order after `after` (null: from the start):
- * a loose index scan over the pending-deliveries index, one probe per program, however many
- * deliveries each program has waiting. Some may have nothing due yet; the claim finds out.
+ * Programs with deliveries due now (pending, not leased), in program-id order after `after`
+ * (null: from the start): a loose index scan over the pending-deliveries index, one probe per
+ * program with pending deliveries however many each has waiting, then one probe each for
+ * whether any is due, so programs in backoff do not take turns.
  */
-export async function programsWithPendingDeliveries(db: Db, after: string | null, limit: number): Promise<string[]> {
+export async function programsWithDueDeliveries(db: Db, after: string | null, now: string, limit: number): Promise<string[]> {
   const start = after === null ? sql`` : sql`and program_id > ${after}`;
   const result = await sql<{ program_id: string }>`
     with recursive p(program_id) as (
-      select (select program_id from webhook_deliveries where state = 'pending' ${start} order by program_id limit 1)
+      select (select program_id from webhook_deliveries where state = 'pending' and program_id is not null ${start} order by program_id limit 1)
       union all
       select (select d.program_id from webhook_deliveries d where d.state = 'pending' and d.program_id > p.program_id order by d.program_id limit 1)
       from p where p.program_id is not null
     )
-    select program_id from p where program_id is not null limit ${limit}`.execute(db);
+    select p.program_id from p
+    where p.program_id is not null
+      and exists (
+        select 1 from webhook_deliveries d
+        where d.program_id = p.program_id and d.state = 'pending' and d.next_attempt_at <= ${now}
+          and (d.lease_expires_at is null or d.lease_expires_at < ${now})
+      )
+    limit ${limit}`.execute(db);
   return result.rows.map((r) => String(r.program_id));
+}
+
+/**
+ * Gives their program to deliveries a process of the previous release made during a rolling
+ * upgrade (it did not know the column); until then the fair claim cannot see them.
+ */
+export async function assignDeliveryPrograms(db: Db): Promise<number> {
+  // A read over an index that is normally empty first: the usual pass writes nothing.
+  const stray = await db.selectFrom('webhook_deliveries').select('id').where('program_id', 'is', null).limit(1).executeTakeFirst();
+  if (!stray) return 0;
+  const result = await sql`
+    update webhook_deliveries set program_id = (select w.program_id from webhooks w where w.id = webhook_deliveries.webhook_id)
+    where id in (select id from webhook_deliveries where program_id is null limit 1000)`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
 }
 
 /**
