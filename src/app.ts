@@ -29,6 +29,7 @@ import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
 import { webRoutes } from './web/web.ts';
 import { forgetCachedTokens, TOKEN_CHANGE_CHANNEL } from './modules/tokens/token-cache.ts';
+import { authenticateToken } from './modules/tokens/token.service.ts';
 
 /**
  * Fastify's own hop count trusts nothing (it cannot check the peer), so a count is a function
@@ -104,7 +105,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 3. The JSON API: bearer token, the per-program rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
-      requireBearerToken(api, services.db, { cacheMs: config.tokenCacheMs, trustCache: () => tokenChanges?.trustCache() ?? false }, services.clock);
+      const tokenCache = { cacheMs: config.tokenCacheMs, trustCache: () => tokenChanges?.trustCache() ?? false };
+      requireBearerToken(api, (token) => authenticateToken(services.db, token, tokenCache, services.clock));
       // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
       // not a string that fails validation.
       api.removeContentTypeParser('text/plain');

@@ -1,14 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Db } from '../db/transaction.ts';
-import type { Clock } from '../domain/clock.ts';
-import { authenticateToken, type Authenticated, type TokenCacheOptions } from '../modules/tokens/token.service.ts';
 import { problem, sendProblem } from './error-handler.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    auth: Authenticated;
-  }
-}
+// The bearer-token check of the API. How a token is looked up is the tokens module's business:
+// app.ts passes the lookup in, so http/ depends on no module.
 
 function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
@@ -17,12 +11,12 @@ function bearerToken(request: FastifyRequest): string | null {
   return match ? match[1]! : null;
 }
 
-/** Every route in `scope` needs a valid bearer token; the request then carries its program. */
-export function requireBearerToken(scope: FastifyInstance, db: Db, cache: TokenCacheOptions, clock: Clock): void {
-  scope.decorateRequest('auth', null as unknown as Authenticated);
+/** Every route in `scope` needs a valid bearer token; the request then carries its answer (`request.auth`). */
+export function requireBearerToken(scope: FastifyInstance, authenticate: (token: string) => Promise<FastifyRequest['auth'] | null>): void {
+  scope.decorateRequest('auth', null as unknown as FastifyRequest['auth']);
   scope.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request);
-    const auth = token === null ? null : await authenticateToken(db, token, cache, clock);
+    const auth = token === null ? null : await authenticate(token);
     if (!auth) {
       const detail = token === null ? 'Send the header Authorization: Bearer <token>.' : 'The bearer token is unknown or revoked.';
       return sendProblem(reply, problem(request, 401, 'unauthorized', detail));

@@ -4,7 +4,6 @@ import { toIso, type Clock } from '../domain/clock.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { withBeforeCommit, type Db, type Tx } from '../db/transaction.ts';
 import { ApiError } from '../domain/errors.ts';
-import { IDEMPOTENCY_KEPT_MS } from '../modules/maintenance/purge-expired.ts';
 
 // Idempotency-Key on POST and PUT (Stripe's model, made crash-safe as Brandur Leach describes).
 // The first request with a key claims it (a unique insert, so this holds across processes).
@@ -24,6 +23,9 @@ declare module 'fastify' {
     idempotencyOmits?: string[];
   }
 }
+
+/** How long a stored Idempotency-Key answer is replayed (docs/api.md); the worker's purge deletes older ones. */
+export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
 
 const MAX_KEY_LENGTH = 255;
 const JSON_TYPE = 'application/json; charset=utf-8';

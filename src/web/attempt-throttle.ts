@@ -5,7 +5,7 @@ import type { Clock } from '../domain/clock.ts';
 import { addressKey } from '../http/client-address.ts';
 import { ApiError } from '../domain/errors.ts';
 import { countAttempt, uncountAttempt, type AttemptLimit } from '../modules/throttling/attempt-counter.ts';
-import { normaliseEmail } from '../modules/users/user.service.ts';
+import { normaliseEmail } from '../domain/email.ts';
 import { trustedDevice } from './device-cookie.ts';
 
 // Login, sign-up and password change are limited only for requests that passed the CSRF check

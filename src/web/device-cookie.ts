@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
-import { normaliseEmail } from '../modules/users/user.service.ts';
+import { normaliseEmail } from '../domain/email.ts';
 import { cookieOptions, hmac, sameText } from './session.ts';
 
 // OWASP's device cookies: a browser that has logged in to an account keeps a signed cookie

@@ -4,7 +4,8 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
-import { createProgram, getProgram, toProgramContext, type ProgramContext } from '../../src/modules/programs/program.service.ts';
+import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
+import type { ProgramContext } from '../../src/domain/program-context.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createTestDatabase, type TestDatabase } from './test-database.ts';
 

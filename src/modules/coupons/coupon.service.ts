@@ -6,7 +6,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, conflict, hasDependents, invalidField, notFound, type FieldError } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { serializeCoupons, serializeNestedCoupon } from '../promotional-codes/promotional-code.serializer.ts';
 import type { Coupon } from '../promotional-codes/promotional-code.schema.ts';
 import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';

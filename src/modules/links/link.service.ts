@@ -5,7 +5,7 @@ import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import {

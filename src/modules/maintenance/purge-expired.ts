@@ -3,9 +3,8 @@ import type { Db } from '../../db/transaction.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
 import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
 import { purgeClicksBefore } from '../tracking/click.repository.ts';
+import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
 
-/** How long a stored Idempotency-Key answer is replayed (docs/api.md). */
-export const IDEMPOTENCY_KEPT_MS = 24 * 60 * 60 * 1000;
 
 export interface PurgedCounts {
   sessions: number;

@@ -3,7 +3,7 @@ import { countAffiliates } from '../affiliates/affiliate.repository.ts';
 import { countReferrals } from '../referrals/referral.repository.ts';
 import { sumSales, sumSalesByDay, type DailySales, type SaleTotals } from '../sales/sale.repository.ts';
 import { countClicksByDay, totalClicks } from '../tracking/click.repository.ts';
-import type { ProgramContext } from './program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 
 // The dashboard's overview of a program. Every figure is an aggregate computed by the
 // database over the program's indexes; no rows are loaded to be counted here.

@@ -3,24 +3,13 @@ import { isCurrencyCode } from '../../domain/money.ts';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
 import { invalidField, notFound } from '../../domain/errors.ts';
 import { announceTokenChange } from '../tokens/token-cache.ts';
 
 /** What every API request knows about the token's program. */
-export interface ProgramContext {
-  readonly id: string;
-  readonly name: string;
-  readonly currency: string;
-  /** Millionths (20 % = 200000). */
-  readonly defaultCommissionRate: number;
-  readonly baseUrls: readonly string[];
-  readonly referralParam: string;
-  /** The app's clock: services take "now" from here. */
-  readonly clock: Clock;
-}
-
 export interface Program {
   id: string;
   name: string;

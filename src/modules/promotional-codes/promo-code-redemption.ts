@@ -2,7 +2,7 @@ import { toIso } from '../../domain/clock.ts';
 import type { Tx } from '../../db/transaction.ts';
 import { ApiError, notFound, type ErrorCode } from '../../domain/errors.ts';
 import { recordEvent } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { findCodeWithRelations, incrementCodeRedemptions, incrementCouponRedemptions, type CodeWithRelations } from './promotional-code.repository.ts';
 import { serializeCodeWithRelations } from './promotional-code.serializer.ts';
 

@@ -1,7 +1,7 @@
 import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso, toIsoOrNull } from '../../domain/clock.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import type { NestedCoupon } from '../coupons/coupon.schema.ts';
 import {
   countCodesOfCoupons,

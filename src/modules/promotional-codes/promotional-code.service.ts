@@ -7,7 +7,7 @@ import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent, recordEvents } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { findCoupon } from '../coupons/coupon.repository.ts';
 import {

@@ -6,8 +6,8 @@ import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/tra
 import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
-import { normaliseEmail } from '../users/user.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { normaliseEmail } from '../../domain/email.ts';
 import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { addToLinkCounters, findLink } from '../links/link.repository.ts';
 import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';

@@ -7,8 +7,8 @@ import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/tra
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
-import { normaliseEmail } from '../users/user.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { normaliseEmail } from '../../domain/email.ts';
 import { effectiveRate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';

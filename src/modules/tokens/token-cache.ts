@@ -1,7 +1,20 @@
 import { sql } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import { afterCommit, type Tx } from '../../db/transaction.ts';
-import type { Authenticated } from './token.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+
+/** What a valid bearer token stands for: its id and its program. */
+export interface Authenticated {
+  tokenId: string;
+  program: ProgramContext;
+}
+
+// Every API request carries its token's answer (http/auth.ts sets it).
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: Authenticated;
+  }
+}
 
 // Every API call authenticates its bearer token; caching the answer for a few seconds saves
 // that statement on almost every request. Revocation is honoured at once on every process: the

@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { announceTokenChange, cacheAuth, cachedAuth, cacheGeneration } from './token-cache.ts';
+import { announceTokenChange, cacheAuth, cachedAuth, cacheGeneration, type Authenticated } from './token-cache.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { toProgramContext, type ProgramContext } from '../programs/program.service.ts';
+import { toProgramContext } from '../programs/program.service.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
 /** How often last_used_at is refreshed; writing it on every call would cost a write per read. */
@@ -67,11 +67,6 @@ export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock,
   await deleteWebhooksOfToken(tx, tokenId);
   await announceTokenChange(tx);
   return true;
-}
-
-export interface Authenticated {
-  tokenId: string;
-  program: ProgramContext;
 }
 
 export interface TokenCacheOptions {

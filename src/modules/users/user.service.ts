@@ -4,6 +4,7 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError, conflict, invalidField } from '../../domain/errors.ts';
+import { normaliseEmail } from '../../domain/email.ts';
 
 export interface User {
   id: string;
@@ -46,11 +47,6 @@ export function overLongAccountField(fields: { email?: string; password?: string
   if (fields.email !== undefined && normaliseEmail(fields.email).email.length > MAX_EMAIL_LENGTH) return invalidField('#/email', `must be at most ${MAX_EMAIL_LENGTH} characters`);
   if (fields.password !== undefined && fields.password.length > MAX_PASSWORD_LENGTH) return invalidField('#/password', `must be at most ${MAX_PASSWORD_LENGTH.toLocaleString('en-US')} characters`);
   return null;
-}
-
-export function normaliseEmail(email: string): { email: string; key: string } {
-  const trimmed = email.trim();
-  return { email: trimmed, key: trimmed.toLowerCase() };
 }
 
 export async function createUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User> {

@@ -4,7 +4,7 @@ import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
-import type { ProgramContext } from '../programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { newSigningSecret } from './signature.ts';
 import { startFanOut } from './fan-out.ts';
 import { parseWebhookUrl, UnsafeUrlError, urlHost } from './url-guard.ts';

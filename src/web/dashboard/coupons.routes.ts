@@ -6,7 +6,7 @@ import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliatePage, resolveAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { CreateCouponBody } from '../../modules/coupons/coupon.schema.ts';
 import { createCoupon, getCoupon, getCouponPage } from '../../modules/coupons/coupon.service.ts';
-import type { ProgramContext } from '../../modules/programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { CreatePromotionalCodeBody, UpdatePromotionalCodeBody, type Coupon, type NestedPromotionalCode } from '../../modules/promotional-codes/promotional-code.schema.ts';
 import { serializeCoupons } from '../../modules/promotional-codes/promotional-code.serializer.ts';
 import { createPromotionalCode, getPromotionalCode, updatePromotionalCode } from '../../modules/promotional-codes/promotional-code.service.ts';

@@ -2,7 +2,7 @@ import { isUuid } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { resolveAffiliate } from '../../modules/affiliates/affiliate.service.ts';
-import type { ProgramContext } from '../../modules/programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 
 // Filters of the referral and sale lists, read from the query string. A filter that names
 // nothing yields an error to show beside its field and an empty list, never a 500.

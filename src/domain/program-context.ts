@@ -1,0 +1,14 @@
+import type { Clock } from './clock.ts';
+
+/** What every service of the API needs of the token's program: the tenant context (made from its row in programs/). */
+export interface ProgramContext {
+  readonly id: string;
+  readonly name: string;
+  readonly currency: string;
+  /** Millionths (20 % = 200000). */
+  readonly defaultCommissionRate: number;
+  readonly baseUrls: readonly string[];
+  readonly referralParam: string;
+  /** The app's clock: services take "now" from here. */
+  readonly clock: Clock;
+}
