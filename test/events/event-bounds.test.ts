@@ -9,7 +9,7 @@ import type { KyselyPlugin } from 'kysely';
 import { rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { created, newAffiliate, newCoupon } from '../helpers/fixtures.ts';
 import { EVENTS_PAGE_BYTES } from '../../src/modules/events/event.routes.ts';
-import { purgeEventsBefore, sequenceEvents } from '../../src/modules/events/outbox.ts';
+import { listEventsAfter, purgeEventsBefore, sequenceEvents } from '../../src/modules/events/outbox.ts';
 
 interface Envelope {
   id: string;
@@ -67,11 +67,21 @@ describe('event bounds', () => {
     for (let i = 1; i < all.length; i++) assert.ok(all[i]!.sequence > all[i - 1]!.sequence, 'oldest first, no repeat');
   });
 
-  it('the first event of a page is always returned, however large', async () => {
+  it('always returns the first event of a page, however far it is past the budget, so a poller moves on', async () => {
     const api = await t.createTenant();
     await newAffiliate(api, { firstName: 'x'.repeat(200), lastName: 'y'.repeat(200) });
-    const page = await api.request('GET', '/events?limit=1');
-    assert.equal(page.body.length, 1);
+    await newAffiliate(api);
+    const db = rawDb(t);
+    await sequenceEvents(db);
+    // A budget smaller than any envelope: the first still comes, and only the first.
+    const tight = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 10 });
+    assert.equal(tight.envelopes.length, 1);
+    assert.equal(tight.lastSequence, (JSON.parse(tight.envelopes[0]!) as Envelope).sequence);
+    // A budget of exactly the first two (brackets and comma included) holds both.
+    const both = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 1_000_000 });
+    const exact = Buffer.byteLength(`[${both.envelopes.slice(0, 2).join(',')}]`);
+    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact })).envelopes.length, 2);
+    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact - 1 })).envelopes.length, 1);
   });
 
   it("builds GET /events' Link on SITE_URL, not on an absolute-form request line", async () => {

@@ -6,6 +6,7 @@ import { inTransaction, type Db } from '../../db/transaction.ts';
 import { envelopeJson, hasUnsequencedEvents, purgeEventsBefore, sequenceEvents } from '../events/outbox.ts';
 import { signatureHeader } from './signature.ts';
 import { fanOutPass } from './fan-out.ts';
+import { nextRound } from './round-robin.ts';
 import { createWebhookSender, type SendResult, type WebhookSender } from './webhook-sender.ts';
 import { webhookDnsFor } from './webhook-dns.ts';
 import {
@@ -305,12 +306,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     const nowIso = now.toISOString();
     const leaseId = randomUUID();
     const leaseUntil = now.getTime() + leaseMs;
-    let programs = await programsWithDueDeliveries(db, claimAfter, nowIso, PROGRAMS_PER_PASS);
-    if (programs.length < PROGRAMS_PER_PASS && claimAfter !== null) {
-      const from = claimAfter;
-      const wrapped = await programsWithDueDeliveries(db, null, nowIso, PROGRAMS_PER_PASS - programs.length);
-      programs = [...programs, ...wrapped.filter((id) => id <= from)];
-    }
+    const programs = await nextRound(claimAfter, PROGRAMS_PER_PASS, (from, limit) => programsWithDueDeliveries(db, from, nowIso, limit));
     const busyPrograms = new Set([...inFlightByProgram.keys(), ...programs]).size;
     const fairShare = Math.max(1, Math.min(PER_PROGRAM_IN_FLIGHT, Math.floor(MAX_IN_FLIGHT / busyPrograms)));
     let leased = inFlight;

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { timestampValue } from '../../db/dialect.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { nextRound } from './round-robin.ts';
 
 // Fan-out: one pending delivery per (numbered event, subscription of its program that wants
 // its type). It runs in the webhook worker only, program by program, each program from its own
@@ -54,7 +55,7 @@ async function programsToFanOut(db: Db, after: string | null, limit: number): Pr
 }
 
 /** Counts a program's pending deliveries, up to `bound` (an index range read that stops there). */
-export async function countPendingDeliveries(db: Db | Tx, programId: string, bound: number): Promise<number> {
+async function countPendingDeliveries(db: Db | Tx, programId: string, bound: number): Promise<number> {
   const row = await db
     .selectFrom((eb) =>
       eb.selectFrom('webhook_deliveries').select('id').where('program_id', '=', programId).where('state', '=', 'pending').limit(bound).as('pending'),
@@ -160,11 +161,7 @@ export async function fanOutPass(
   after: string | null,
   onError: (error: unknown, programId: string) => void,
 ): Promise<{ made: number; next: string | null }> {
-  let programs = await programsToFanOut(db, after, limits.maxPrograms);
-  if (programs.length < limits.maxPrograms && after !== null) {
-    const wrapped = await programsToFanOut(db, null, limits.maxPrograms - programs.length);
-    programs = [...programs, ...wrapped.filter((id) => id <= after)];
-  }
+  const programs = await nextRound(after, limits.maxPrograms, (from, limit) => programsToFanOut(db, from, limit));
   let made = 0;
   for (const programId of programs) {
     // One program's failure (its subscriptions deleted mid-step, say) is its own: the others go on.

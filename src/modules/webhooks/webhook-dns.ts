@@ -184,11 +184,7 @@ export function webhookDnsFor(settings: WebhookDnsSettings): WebhookDns {
   const key = `${settings.webhookDnsTimeoutMs}|${settings.webhookDnsLookupsPerProgram}|${settings.webhookDnsServers.join(',')}`;
   let dns = shared.get(key);
   if (!dns) {
-    dns = new WebhookDns({
-      webhookDnsTimeoutMs: settings.webhookDnsTimeoutMs,
-      webhookDnsLookupsPerProgram: settings.webhookDnsLookupsPerProgram,
-      webhookDnsServers: settings.webhookDnsServers,
-    });
+    dns = new WebhookDns(settings);
     shared.set(key, dns);
   }
   return dns;
