@@ -18,6 +18,7 @@ import { sequenceEvents } from '../../src/modules/events/outbox.ts';
 import { fanOutPass, MAX_HELD_PER_ENDPOINT } from '../../src/modules/webhooks/fan-out.ts';
 import { assignDeliveryPrograms, claimDueDeliveries, programsWithDueDeliveries, readClaimedDeliveries, recordOutcomes } from '../../src/modules/webhooks/webhook.repository.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
+import { toIso } from '../../src/domain/clock.ts';
 
 /** A TCP server that accepts connections and never answers: an endpoint black-holed at the HTTP level. */
 async function startBlackHole(): Promise<{ url: string; close(): Promise<void> }> {
@@ -357,6 +358,28 @@ describe('the worker\'s steps, driven by hand (worker off)', () => {
     assert.deepEqual(bDelivery, { state: 'delivered', lease_id: null });
     const attempts = await db.selectFrom('webhook_attempts').select('webhook_id').where('webhook_id', 'in', [aHook.id, bHook.id]).execute();
     assert.deepEqual(attempts.map((r) => r.webhook_id), [bHook.id]);
+  });
+
+  it("a failed attempt moves its endpoint's other waiting deliveries to its retry time, and no other endpoint's", async () => {
+    const db = rawDb(t);
+    const api = await t.createTenant();
+    const endpoints = [await subscribe(api, 'http://127.0.0.1:9/one', ['affiliate.created']), await subscribe(api, 'http://127.0.0.1:9/two', ['affiliate.created'])];
+    for (let i = 0; i < 3; i++) await newAffiliate(api);
+    await numberAndFanOut();
+    const now = new Date().toISOString();
+    const ids = await claimDueDeliveries(db, { programId: api.programId, leaseId: 'lease-retry', now, leaseUntil: new Date(Date.now() + 60_000).toISOString(), limit: 1 });
+    const [first] = await readClaimedDeliveries(db, ids);
+    // The endpoint of the delivery claimed first fails; the other one stays healthy.
+    const failing = endpoints.find((e) => e.id === first!.webhook_id)!;
+    const healthy = endpoints.find((e) => e.id !== first!.webhook_id)!;
+    const retryAt = new Date(Date.now() + 300_000).toISOString();
+    const attempt = { attempted_at: now, status_code: 503, duration_ms: 5, response_excerpt: null, error: null };
+    await inTransaction(db, (tx) => recordOutcomes(tx, 'lease-retry', [{ delivery: first!, attempt, result: { kind: 'retry', nextAttemptAt: retryAt } }], now, '2000-01-01T00:00:00.000Z'));
+    const next = async (webhookId: string) =>
+      (await db.selectFrom('webhook_deliveries').select('next_attempt_at').where('webhook_id', '=', webhookId).where('state', '=', 'pending').execute()).map((r) => toIso(r.next_attempt_at));
+    // (A disable threshold far back: the endpoint has not been failing long enough to be disabled.)
+    assert.deepEqual(await next(failing.id), [retryAt, retryAt, retryAt], 'every waiting delivery of the failing endpoint waits for its retry');
+    assert.ok((await next(healthy.id)).every((at) => at <= now), 'the other endpoint is still due now');
   });
 
   it('takes over deliveries a process of the previous release made during a rolling upgrade: no duplicate, none stranded', async () => {
