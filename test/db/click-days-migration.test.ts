@@ -8,7 +8,8 @@ import * as clickDays from '../../src/db/migrations/2026-11-25T0200-click-days.t
 import { inTransaction } from '../../src/db/transaction.ts';
 import { newId } from '../../src/domain/ids.ts';
 import { createAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
-import { addClickToCounters, countClicksByDay } from '../../src/modules/tracking/click.repository.ts';
+import { countClicksByDay } from '../../src/modules/tracking/click.repository.ts';
+import { addClickToCounters } from '../../src/modules/ledger/ledger.repository.ts';
 import { seedProgram, useMigratedDatabase } from '../helpers/migrated-database.ts';
 
 const migrated = useMigratedDatabase();

@@ -4,7 +4,6 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
-import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
 
@@ -113,24 +112,3 @@ export async function insertAffiliate(tx: Tx, row: Selectable<AffiliatesTable>):
   await tx.insertInto('affiliates').values(row).execute();
 }
 
-/**
- * Moves the affiliate's counters by `delta`. False, and nothing changed, when the commission
- * total would pass MAX_MINOR_UNITS (it could no longer be answered exactly as a JSON number).
- */
-export async function addToAffiliateCounters(
-  tx: Tx,
-  affiliateId: string,
-  delta: { referredUsers: number; commission: number },
-): Promise<boolean> {
-  // Counters are aggregates, not edits: updated_at is left alone.
-  let q = tx
-    .updateTable('affiliates')
-    .set((eb) => ({
-      number_of_referred_users: eb('number_of_referred_users', '+', delta.referredUsers),
-      total_commission_earned: eb('total_commission_earned', '+', delta.commission),
-    }))
-    .where('id', '=', affiliateId);
-  if (delta.commission > 0) q = q.where('total_commission_earned', '<=', MAX_MINOR_UNITS - delta.commission);
-  const { numUpdatedRows } = await q.executeTakeFirst();
-  return delta.commission <= 0 || numUpdatedRows > 0n;
-}

@@ -13,9 +13,10 @@ import { normaliseEmail } from '../../domain/email.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import { findLink, insertLink, newLinkRow, renameLink } from '../links/link.repository.ts';
 import { getLink, serializeLink } from '../links/link.service.ts';
-import { deleteSalesOf, type SaleCredit } from '../sales/sale.repository.ts';
+import type { SaleCredit } from '../ledger/ledger.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
-import { countSales } from '../sales/sale-counters.ts';
+// The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
+import { voidSalesOf } from '../ledger/counters.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import {
   countAffiliateDependents,
@@ -204,8 +205,7 @@ export async function deleteAffiliate(db: Db, program: ProgramContext, target: {
         throw hasDependents(`The affiliate has ${referrals} referral(s), ${sales} sale(s) and ${codes} promotional code(s); deleting them deletes their referrals and sales and unassigns their codes.`);
       }
     }
-    const voided = await deleteSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id });
-    await countSales(tx, voided, -1);
+    const voided = await voidSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id });
     await deleteAffiliateRow(tx, id);
     const now = program.clock().toISOString();
     await announceTotalsChangedByCascade(tx, program, voided, now);

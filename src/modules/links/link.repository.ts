@@ -4,7 +4,6 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import { newId } from '../../domain/ids.ts';
-import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 
 export type LinkRow = Selectable<AffiliateLinksTable>;
 export type LinkWithAffiliateRow = LinkRow & { affiliate_first_name: string; affiliate_last_name: string; affiliate_email: string };
@@ -89,20 +88,6 @@ export async function renameLink(tx: Tx, id: string, link: string, updatedAt: st
   await tx.updateTable('affiliate_links').set({ link, link_key: linkKey(link), updated_at: updatedAt }).where('id', '=', id).execute();
 }
 
-/** Moves the link's counters by `delta`. False, and nothing changed, when the revenue total would pass MAX_MINOR_UNITS. */
-export async function addToLinkCounters(tx: Tx, linkId: string, delta: { referrals: number; sales: number; revenue: number }): Promise<boolean> {
-  let q = tx
-    .updateTable('affiliate_links')
-    .set((eb) => ({
-      referrals: eb('referrals', '+', delta.referrals),
-      sales: eb('sales', '+', delta.sales),
-      total_revenue: eb('total_revenue', '+', delta.revenue),
-    }))
-    .where('id', '=', linkId);
-  if (delta.revenue > 0) q = q.where('total_revenue', '<=', MAX_MINOR_UNITS - delta.revenue);
-  const { numUpdatedRows } = await q.executeTakeFirst();
-  return delta.revenue <= 0 || numUpdatedRows > 0n;
-}
 
 /** Whether a referral or a sale is credited through the link (they would lose it: FK SET NULL). */
 export async function linkHasDependents(tx: Tx, programId: string, linkId: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { newId, isUuid } from '../../domain/ids.ts';
+import { newId } from '../../domain/ids.ts';
 import { eitherId } from '../../http/request-target.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
@@ -8,12 +8,12 @@ import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
-import { addToAffiliateCounters, findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
-import { addToLinkCounters, findLink } from '../links/link.repository.ts';
-import { findRedeemableCode, redeemPromoCode, type RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
+import { findAffiliate } from '../affiliates/affiliate.repository.ts';
+import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { announceTotalsChangedByCascade, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
-import { countSalesOf, deleteSalesOf } from '../sales/sale.repository.ts';
-import { countSales } from '../sales/sale-counters.ts';
+import { countSalesOf } from '../ledger/ledger.repository.ts';
+import { countCustomer, voidSalesOf } from '../ledger/counters.ts';
+import { assertCreditable, creditThroughPrimaryLink, findCreditByCode, findCreditByIdOrLink, type Credit } from '../ledger/credit.ts';
 import {
   deleteReferralRow,
   findReferral,
@@ -38,45 +38,6 @@ export function serializeReferral(row: ReferralRow): Referral {
     plan: row.plan,
     status: row.status,
   };
-}
-
-/** The affiliate to credit, and the link the credit goes through. */
-export interface Credit {
-  affiliate: AffiliateRow;
-  linkId: string | null;
-}
-
-function creditThroughPrimaryLink(affiliate: AffiliateRow): Credit {
-  return { affiliate, linkId: affiliate.primary_link_id };
-}
-
-/** A deactivated affiliate earns nothing new: no referral, sale or click is credited to them. */
-export function assertCreditable(credit: Credit): void {
-  const { affiliate } = credit;
-  if (affiliate.status !== 'active') {
-    throw new ApiError('affiliate_inactive', `The affiliate ${affiliate.first_name} ${affiliate.last_name} (${affiliate.id}) is inactive and cannot be credited.`);
-  }
-}
-
-/** Resolves a value that is an affiliate id or one of an affiliate's link strings; null when neither. */
-export async function findCreditByIdOrLink(tx: Tx, program: ProgramContext, value: string): Promise<Credit | null> {
-  if (isUuid(value)) {
-    const affiliate = await findAffiliate(tx, program.id, { id: value.toLowerCase() });
-    if (affiliate) return creditThroughPrimaryLink(affiliate);
-  }
-  const link = await findLink(tx, program.id, { link: value });
-  if (!link) return null;
-  const affiliate = await findAffiliate(tx, program.id, { id: link.affiliate_id });
-  return affiliate ? { affiliate, linkId: link.id } : null;
-}
-
-/** The affiliate a promotional code credits; a code without one cannot credit anybody. */
-export async function findCreditByCode(tx: Tx, program: ProgramContext, found: RedeemableCode): Promise<Credit> {
-  const affiliate = found.code.affiliate_id === null ? undefined : await findAffiliate(tx, program.id, { id: found.code.affiliate_id });
-  if (!affiliate) {
-    throw new ApiError('promo_code_not_assigned', `The promotional code "${found.code.code}" is not assigned to an affiliate, so nobody can be credited.`);
-  }
-  return creditThroughPrimaryLink(affiliate);
 }
 
 interface CustomerInput {
@@ -109,10 +70,9 @@ function customerRow(program: ProgramContext, credit: Credit, input: CustomerInp
   };
 }
 
-/** Counts a new customer on the affiliate and link, and records referral.created. */
+/** Counts a new customer on the affiliate and link (the ledger's counters), and records referral.created. */
 async function countNewCustomer(tx: Tx, program: ProgramContext, credit: Credit, row: ReferralRow): Promise<void> {
-  await addToAffiliateCounters(tx, credit.affiliate.id, { referredUsers: 1, commission: 0 });
-  if (credit.linkId !== null) await addToLinkCounters(tx, credit.linkId, { referrals: 1, sales: 0, revenue: 0 });
+  await countCustomer(tx, { affiliateId: credit.affiliate.id, linkId: credit.linkId }, 1);
   await recordEvent(tx, program.id, 'referral.created', serializeReferral(row), toIso(row.created_at));
 }
 
@@ -273,11 +233,9 @@ export async function deleteReferral(db: Db, program: ProgramContext, target: { 
       const sales = await countSalesOf(tx, program.id, { referralId: id });
       if (sales > 0) throw hasDependents(`The referral has ${sales} sale${sales === 1 ? '' : 's'}; deleting it voids them.`);
     }
-    const voided = await deleteSalesOf(tx, program.id, { referralId: id });
-    await countSales(tx, voided, -1);
+    const voided = await voidSalesOf(tx, program.id, { referralId: id });
     await deleteReferralRow(tx, id);
-    await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: -1, commission: 0 });
-    if (row.link_id !== null) await addToLinkCounters(tx, row.link_id, { referrals: -1, sales: 0, revenue: 0 });
+    await countCustomer(tx, { affiliateId: row.affiliate_id, linkId: row.link_id }, -1);
     const now = program.clock().toISOString();
     // referral.deleted names its own affiliate; a sale of it credited to another one is announced.
     await announceTotalsChangedByCascade(tx, program, voided.filter((credit) => credit.affiliate_id !== row.affiliate_id), now);

@@ -70,42 +70,6 @@ export async function insertRefund(tx: Tx, row: Insertable<SaleRefundsTable>): P
   await tx.insertInto('sale_refunds').values(row).execute();
 }
 
-/** A sale's place in the counters: the affiliate and link it credits, and what it adds to them. */
-export interface SaleCredit {
-  affiliate_id: string;
-  link_id: string | null;
-  /** Minor units, net of refunds. */
-  revenue: number;
-  commission: number;
-}
-
-/**
- * Deletes the sales of a referral, or those of an affiliate's referrals that credit someone
- * else, and returns what each added to the counters. Deleting first takes the rows' locks in
- * the same order a refund does (sale, then affiliate), and the returned values are the rows as
- * they were deleted, so no concurrent refund is counted twice or lost.
- */
-export async function deleteSalesOf(tx: Tx, programId: string, of: { referralId: string } | { referralsOfAffiliateCreditingOthers: string }): Promise<SaleCredit[]> {
-  let q = tx.deleteFrom('sales').where('program_id', '=', programId);
-  if ('referralId' in of) {
-    q = q.where('referral_id', '=', of.referralId);
-  } else {
-    const affiliateId = of.referralsOfAffiliateCreditingOthers;
-    q = q.where('affiliate_id', '<>', affiliateId).where('referral_id', 'in', (eb) => eb.selectFrom('referrals as r').select('r.id').where('r.affiliate_id', '=', affiliateId));
-  }
-  const rows = await q
-    .returning(['affiliate_id', 'link_id', sql<number | string>`total_earned - refunded_amount`.as('revenue'), sql<number | string>`commission - refunded_commission`.as('commission')])
-    .execute();
-  return rows.map((r) => ({ affiliate_id: r.affiliate_id, link_id: r.link_id, revenue: Number(r.revenue), commission: Number(r.commission) }));
-}
-
-export async function countSalesOf(db: Db | Tx, programId: string, of: { referralId: string } | { affiliateId: string }): Promise<number> {
-  let q = db.selectFrom('sales').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId);
-  q = 'referralId' in of ? q.where('referral_id', '=', of.referralId) : q.where('affiliate_id', '=', of.affiliateId);
-  const { n } = await q.executeTakeFirstOrThrow();
-  return Number(n);
-}
-
 export async function customerHasSale(tx: Tx, referralId: string): Promise<boolean> {
   const row = await tx.selectFrom('sales').select('id').where('referral_id', '=', referralId).limit(1).executeTakeFirst();
   return row !== undefined;

@@ -12,7 +12,8 @@ import { normaliseEmail } from '../../domain/email.ts';
 import { effectiveRate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
 import { findRedeemableCode, redeemPromoCode } from '../promotional-codes/promo-code-redemption.ts';
 import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../referrals/referral.repository.ts';
-import { assertCreditable, findCreditByCode, findCreditByIdOrLink, insertOrGetCustomer, type Credit } from '../referrals/referral.service.ts';
+import { insertOrGetCustomer } from '../referrals/referral.service.ts';
+import { assertCreditable, findCreditByCode, findCreditByIdOrLink, type Credit } from '../ledger/credit.ts';
 import {
   customerHasSale,
   deleteSaleRow,
@@ -27,7 +28,7 @@ import {
   type SaleRow,
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
-import { countSales, creditOf, recountEditedSale } from './sale-counters.ts';
+import { countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {

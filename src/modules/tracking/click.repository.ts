@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import { deleteInBatches } from '../../db/batched-delete.ts';
 import type { ClicksTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { newId } from '../../domain/ids.ts';
 
 /** Records a click unless the visitor already clicked the link that UTC day; true when counted. */
 export async function insertClickOnce(tx: Tx, row: ClicksTable): Promise<boolean> {
@@ -15,16 +14,6 @@ export async function insertClickOnce(tx: Tx, row: ClicksTable): Promise<boolean
   return inserted !== undefined;
 }
 
-/** Adds a counted click to the affiliate's and the link's counters and to the link's day. */
-export async function addClickToCounters(tx: Tx, click: Pick<ClicksTable, 'program_id' | 'affiliate_id' | 'day'> & { link_id: string }): Promise<void> {
-  await tx.updateTable('affiliates').set((eb) => ({ number_of_clicks: eb('number_of_clicks', '+', 1) })).where('id', '=', click.affiliate_id).execute();
-  await tx.updateTable('affiliate_links').set((eb) => ({ clicks: eb('clicks', '+', 1) })).where('id', '=', click.link_id).execute();
-  await tx
-    .insertInto('click_days')
-    .values({ id: newId(), program_id: click.program_id, affiliate_id: click.affiliate_id, link_id: click.link_id, day: click.day, clicks: 1 })
-    .onConflict((conflict) => conflict.columns(['link_id', 'day']).doUpdateSet({ clicks: sql`click_days.clicks + 1` }))
-    .execute();
-}
 
 export interface DailyClicks {
   /** UTC day, YYYY-MM-DD. */

@@ -6,9 +6,10 @@ import { inTransaction, type Db } from '../../db/transaction.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { findLink } from '../links/link.repository.ts';
 import type { ProgramRow } from '../programs/program.service.ts';
-import { assertCreditable } from '../referrals/referral.service.ts';
+import { assertCreditable } from '../ledger/credit.ts';
+import { addClickToCounters } from '../ledger/ledger.repository.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
-import { addClickToCounters, insertClickOnce } from './click.repository.ts';
+import { insertClickOnce } from './click.repository.ts';
 
 // Clicks on affiliate links, as the tracking script (/tracker.js) reports them from a
 // merchant's page: counted once per visitor, link and UTC day, for active affiliates only,

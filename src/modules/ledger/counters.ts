@@ -1,12 +1,14 @@
 import type { Tx } from '../../db/transaction.ts';
 import { invalidField } from '../../domain/errors.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
-import { addToAffiliateCounters } from '../affiliates/affiliate.repository.ts';
-import { addToLinkCounters } from '../links/link.repository.ts';
-import type { SaleCredit, SaleRow } from './sale.repository.ts';
+import type { SalesTable } from '../../db/schema.ts';
+import type { Selectable } from 'kysely';
+import { addToAffiliateCounters, addToLinkCounters, deleteSalesOf, type SaleCredit } from './ledger.repository.ts';
+
+type SaleRow = Selectable<SalesTable>;
 
 /** What a sale adds to the counters of the affiliate and link it credits: net of its refunds. */
-export function creditOf(row: SaleRow): SaleCredit {
+export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'total_earned' | 'refunded_amount' | 'commission' | 'refunded_commission'>): SaleCredit {
   return {
     affiliate_id: row.affiliate_id,
     link_id: row.link_id,
@@ -46,4 +48,21 @@ function counterLimit(pointer: string, total: string) {
 export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow, pointer?: string): Promise<void> {
   const [was, is] = [creditOf(before), creditOf(after)];
   return countSales(tx, [{ ...is, revenue: is.revenue - was.revenue, commission: is.commission - was.commission }], 1, false, pointer);
+}
+
+/** A referred customer counted on (sign 1) or taken from (sign -1) the affiliate and the link that brought them. */
+export async function countCustomer(tx: Tx, credited: { affiliateId: string; linkId: string | null }, sign: 1 | -1): Promise<void> {
+  await addToAffiliateCounters(tx, credited.affiliateId, { referredUsers: sign, commission: 0 });
+  if (credited.linkId !== null) await addToLinkCounters(tx, credited.linkId, { referrals: sign, sales: 0, revenue: 0 });
+}
+
+/**
+ * What a cascade delete takes back: deletes a referral's sales, or those of an affiliate's
+ * referrals that credit someone else, and takes each from the counters of whoever it credited.
+ * Returns what each added, so the caller can announce the totals that changed.
+ */
+export async function voidSalesOf(tx: Tx, programId: string, of: Parameters<typeof deleteSalesOf>[2]): Promise<SaleCredit[]> {
+  const voided = await deleteSalesOf(tx, programId, of);
+  await countSales(tx, voided, -1);
+  return voided;
 }
