@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { loadConfig, WEBHOOK_DNS_DEFAULTS } from '../src/config.ts';
 import { startServer } from '../src/server.ts';
 import { createUser } from '../src/modules/users/user.service.ts';
-import { createProgram, programContextOf } from '../src/modules/programs/program.service.ts';
+import { createProgram, getProgram, toProgramContext } from '../src/modules/programs/program.service.ts';
 import { systemClock } from '../src/domain/clock.ts';
 import { createWebhook } from '../src/modules/webhooks/webhook.service.ts';
 import { webhookDnsFor } from '../src/modules/webhooks/webhook-dns.ts';
@@ -49,7 +49,7 @@ async function seed() {
   await issueToken(db, { programId: program.id, name: 'Checkout webhook', kind: 'api_key', createdByUserId: user.id });
   const { token } = await issueToken(db, { programId: program.id, name: 'Zapier connection', kind: 'connect', integration: 'zapier', createdByUserId: user.id });
   await addIntegration(db, { name: 'zapier', displayName: 'Zapier', redirectUris: [TOOL_CALLBACK] });
-  const context = programContextOf(program, systemClock);
+  const context = toProgramContext(await getProgram(db, program.id), systemClock);
   const webhookOptions = { allowPrivate: true, dns: webhookDnsFor(WEBHOOK_DNS_DEFAULTS), tokenId: null };
   const orders = await createWebhook(db, context, { url: `${hooksOrigin}/hooks/orders`, events: ['sale.created', 'referral.created'] }, webhookOptions);
   const crm = await createWebhook(db, context, { url: `${hooksOrigin}/crm/tandem-events`, events: ['affiliate.created'] }, webhookOptions);

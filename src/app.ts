@@ -28,7 +28,8 @@ import { programRoutes } from './modules/programs/program.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
 import { webRoutes } from './web/web.ts';
-import { forgetCachedTokens, TOKEN_CHANGE_CHANNEL } from './modules/tokens/token-cache.ts';
+import { TokenCache } from './modules/tokens/token-cache.ts';
+import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
 import { authenticateToken } from './modules/tokens/token.service.ts';
 
 /**
@@ -78,10 +79,14 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     frameworkErrors: answerFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
   const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
-  // Token revocations and program changes made by other processes (the CLI, other servers)
-  // reach this process's token cache at once (modules/tokens/token-cache.ts).
-  const tokenChanges = config.tokenCacheMs > 0 ? database.watchChanges(TOKEN_CHANGE_CHANNEL, forgetCachedTokens) : null;
+  // Token revocations and program changes, made here or by other processes (the CLI, other
+  // servers), reach this app's token cache at once (modules/tokens/token-cache.ts).
+  let tokenChanges: ReturnType<DatabaseHandle['watchChanges']> | null = null;
+  const tokenCache = new TokenCache(config.tokenCacheMs, () => tokenChanges?.trustCache() ?? false);
+  const stopHearingLocalChanges = onLocalChange(TOKEN_CHANGE_CHANNEL, () => tokenCache.forget());
+  if (config.tokenCacheMs > 0) tokenChanges = database.watchChanges(TOKEN_CHANGE_CHANNEL, () => tokenCache.forget());
   app.addHook('onClose', async () => {
+    stopHearingLocalChanges();
     await tokenChanges?.close();
   });
   app.decorate('cursorKey', await instanceKey(database.db, 'cursor'));
@@ -105,7 +110,6 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 3. The JSON API: bearer token, the per-program rate limit, idempotency keys, then resources.
   await app.register(
     async (api) => {
-      const tokenCache = { cacheMs: config.tokenCacheMs, trustCache: () => tokenChanges?.trustCache() ?? false };
       requireBearerToken(api, (token) => authenticateToken(services.db, token, tokenCache, services.clock));
       // Bodies are JSON only: without Fastify's default text/plain parser a text body is a 400,
       // not a string that fails validation.

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import pg from 'pg';
+import { sql } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
+import { dialectOf } from './dialect.ts';
+import { afterCommit, type Tx } from './transaction.ts';
 
 // How a process learns that another process changed something it caches (revoked a token,
 // changed a program). On PostgreSQL the changing transaction sends NOTIFY on a channel and
@@ -9,6 +13,29 @@ import type SqliteDatabase from 'better-sqlite3';
 // SQLite other processes (the CLI beside the server) write the same file: the connection's
 // `data_version` changes whenever another connection committed, and it is checked before each
 // use of the cache.
+
+/** The channel that says cached token answers are stale: a token was revoked or its program changed. */
+export const TOKEN_CHANGE_CHANNEL = 'tandem_token_changes';
+
+// This process's own changes are not seen by its watches (SQLite's data_version moves only for
+// other connections; a NOTIFY comes back later): they are told here, after commit.
+const localChanges = new EventEmitter().setMaxListeners(0);
+
+/**
+ * In the changing transaction: every process hears of the change once it commits (this one
+ * through `onLocalChange`; others through the NOTIFY, which PostgreSQL delivers only on
+ * commit, or SQLite's data_version).
+ */
+export async function announceChange(tx: Tx, channel: string): Promise<void> {
+  if (dialectOf(tx) === 'postgres') await sql`select pg_notify(${channel}, '')`.execute(tx);
+  afterCommit(tx, () => localChanges.emit(channel));
+}
+
+/** Calls `onChange` after each change this process commits on `channel`; returns the unsubscribe. */
+export function onLocalChange(channel: string, onChange: () => void): () => void {
+  localChanges.on(channel, onChange);
+  return () => localChanges.off(channel, onChange);
+}
 
 export interface ChangeWatch {
   /**

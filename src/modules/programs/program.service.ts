@@ -7,7 +7,7 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
 import { invalidField, notFound } from '../../domain/errors.ts';
-import { announceTokenChange } from '../tokens/token-cache.ts';
+import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
 
 /** What every API request knows about the token's program. */
 export interface Program {
@@ -48,6 +48,7 @@ export function domainOf(input: string): string {
   }
 }
 
+/** The one mapper from a program's row to the tenant context services take. */
 export function toProgramContext(row: Pick<ProgramRow, 'id' | 'name' | 'currency' | 'default_commission_rate' | 'base_urls' | 'referral_param'>, clock: Clock): ProgramContext {
   return {
     clock,
@@ -162,22 +163,14 @@ export async function listUserPrograms(db: Db, userId: string): Promise<Program[
 
 /** One program of the user, or undefined when it does not exist or belongs to someone else. */
 export async function findUserProgram(db: Db, userId: string, programId: string): Promise<Program | undefined> {
-  if (!isUuid(programId)) return undefined;
-  const row = await db.selectFrom('programs').selectAll().where('id', '=', programId).where('owner_user_id', '=', userId).executeTakeFirst();
+  const row = await findUserProgramRow(db, userId, programId);
   return row && serializeProgram(row);
 }
 
-/** The context API services take, for a program already loaded (the dashboard's). */
-export function programContextOf(program: Program, clock: Clock): ProgramContext {
-  return {
-    clock,
-    id: program.id,
-    name: program.name,
-    currency: program.currency,
-    defaultCommissionRate: rateToMillionths(program.commissionRate, '#/commissionRate'),
-    baseUrls: program.baseUrls,
-    referralParam: program.referralParam,
-  };
+/** The user's program as stored (for its tenant context), or undefined. */
+export async function findUserProgramRow(db: Db, userId: string, programId: string): Promise<ProgramRow | undefined> {
+  if (!isUuid(programId)) return undefined;
+  return db.selectFrom('programs').selectAll().where('id', '=', programId).where('owner_user_id', '=', userId).executeTakeFirst();
 }
 
 /** Whether any stored amount is in the program's currency (sales, codes' minimum amounts). */
@@ -205,7 +198,7 @@ export async function updateProgram(db: Db, userId: string, programId: string, i
   }
   await inTransaction(db, async (tx) => {
     await tx.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
-    await announceTokenChange(tx); // a token's cached answer carries its program's settings
+    await announceChange(tx, TOKEN_CHANGE_CHANNEL); // a token's cached answer carries its program's settings
   });
   return (await findUserProgram(db, userId, programId))!;
 }

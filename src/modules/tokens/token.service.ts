@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { announceTokenChange, cacheAuth, cachedAuth, cacheGeneration, type Authenticated } from './token-cache.ts';
+import type { Authenticated, TokenCache } from './token-cache.ts';
+import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
+import { toProgramContext } from '../programs/program.service.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { toProgramContext } from '../programs/program.service.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
 /** How often last_used_at is refreshed; writing it on every call would cost a write per read. */
@@ -65,31 +66,22 @@ export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock,
   const result = await update.executeTakeFirst();
   if (result.numUpdatedRows === 0n) return false;
   await deleteWebhooksOfToken(tx, tokenId);
-  await announceTokenChange(tx);
+  await announceChange(tx, TOKEN_CHANGE_CHANNEL);
   return true;
 }
-
-export interface TokenCacheOptions {
-  /** How long a valid token's answer is reused, ms; 0 looks it up every time. */
-  cacheMs: number;
-  /** Whether the cache is current (no change by another process missed): db/change-watch.ts. */
-  trustCache: () => boolean;
-}
-
-const noCache: TokenCacheOptions = { cacheMs: 0, trustCache: () => false };
 
 /**
  * Resolves a presented bearer token to its program, or null when unknown or revoked. A valid
  * token's answer is reused for `cacheMs` while the cache can be trusted (token-cache.ts).
  */
-export async function authenticateToken(db: Db, token: string, cache: TokenCacheOptions = noCache, clock: Clock = systemClock): Promise<Authenticated | null> {
+export async function authenticateToken(db: Db, token: string, cache?: TokenCache, clock: Clock = systemClock): Promise<Authenticated | null> {
   if (!token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
   const tokenHash = hashToken(token);
   const startedAt = clock().getTime();
-  const cacheMs = cache.cacheMs > 0 && cache.trustCache() ? cache.cacheMs : 0;
-  const cached = cacheMs > 0 ? cachedAuth(tokenHash, startedAt) : null;
+  const cacheMs = cache?.usableFor() ?? 0;
+  const cached = cacheMs > 0 ? cache!.get(tokenHash, startedAt) : null;
   if (cached) return cached;
-  const generation = cacheGeneration();
+  const generation = cache?.currentGeneration() ?? 0;
   const row = await db
     .selectFrom('api_tokens as t')
     .innerJoin('programs as p', 'p.id', 't.program_id')
@@ -102,7 +94,7 @@ export async function authenticateToken(db: Db, token: string, cache: TokenCache
     await db.updateTable('api_tokens').set({ last_used_at: new Date(startedAt).toISOString() }).where('id', '=', row.token_id).execute();
   }
   const auth = { tokenId: row.token_id, program: toProgramContext(row, clock) };
-  if (cacheMs > 0) cacheAuth(tokenHash, auth, startedAt + cacheMs, generation);
+  if (cacheMs > 0) cache!.set(tokenHash, auth, startedAt + cacheMs, generation);
   return auth;
 }
 

@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { assertCleanInput, assertWellEncodedQuery } from '../../http/input-guard.ts';
-import { findUserProgram, programContextOf } from '../../modules/programs/program.service.ts';
+import { findUserProgramRow, serializeProgram, toProgramContext } from '../../modules/programs/program.service.ts';
 import { currentUser } from './dashboard-page.ts';
 import { programRoutes } from './programs.routes.ts';
 import { overviewRoutes } from './overview.routes.ts';
@@ -63,9 +63,9 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
     async (scope) => {
       scope.addHook('preHandler', async (request) => {
         const { programId } = request.params as { programId: string };
-        const program = await findUserProgram(db, currentUser(request).id, programId);
-        if (!program) throw notFound('Program');
-        request.dashboardProgram = { program, context: programContextOf(program, services.clock), base: `/dashboard/programs/${program.id}` };
+        const row = await findUserProgramRow(db, currentUser(request).id, programId);
+        if (!row) throw notFound('Program');
+        request.dashboardProgram = { program: serializeProgram(row), context: toProgramContext(row, services.clock), base: `/dashboard/programs/${row.id}` };
       });
       for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
         await scope.register(routes, services);
