@@ -5,7 +5,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Insertable } from 'kysely';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import type { AffiliatesTable, CouponsTable, Database, PromotionalCodesTable } from '../../src/db/schema.ts';
-import { COUPON_CODES_LIMIT, type Coupon, type PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, type Coupon, type PromotionalCode } from '../../src/modules/coupons/promotional-code.schema.ts';
 import { unique } from '../helpers/fixtures.ts';
 
 // Issue 12, "Bounded work per request": a coupon answers at most COUPON_CODES_LIMIT of its codes

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
-import { COUPON_CODES_LIMIT, type Coupon, type NestedPromotionalCode, type PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, type Coupon, type NestedPromotionalCode, type PromotionalCode } from '../../src/modules/coupons/promotional-code.schema.ts';
 import { assertProblem, assertNewestFirst } from '../helpers/api-assertions.ts';
 import { ISO_TIME, newCoupon, unique, UUID } from '../helpers/fixtures.ts';
 

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { programContext, rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { assertNewestFirst, assertProblem, nextPath } from '../helpers/api-assertions.ts';
 import { newAffiliate, newCode, newCoupon, newReferral, newSale, unique, uniqueEmail } from '../helpers/fixtures.ts';
-import { bulkCreatePromotionalCodes } from '../../src/modules/promotional-codes/promotional-code.service.ts';
+import { bulkCreatePromotionalCodes } from '../../src/modules/coupons/promotional-code.service.ts';
 
 const RANDOM_UPPER = '[ABCDEFGHJKMNPQRSTUVWXYZ23456789]';
 const RANDOM_LOWER = '[abcdefghjkmnpqrstuvwxyz23456789]';

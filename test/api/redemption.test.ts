@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { apiClient, rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
-import type { Coupon, PromotionalCode } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import type { Coupon, PromotionalCode } from '../../src/modules/coupons/promotional-code.schema.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { raceNote } from '../helpers/test-database.ts';
 import { ISO_TIME, newAffiliate, newCode, newCoupon, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';

@@ -15,10 +15,10 @@ import { EVENT_TYPES } from '../../src/modules/events/outbox.ts';
 import { updateAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
 import { sendTestEvent } from '../../src/modules/webhooks/webhook.service.ts';
 import { AffiliateSchema } from '../../src/modules/affiliates/affiliate.schema.ts';
-import { AffiliateLinkSchema } from '../../src/modules/links/link.schema.ts';
+import { AffiliateLinkSchema } from '../../src/modules/affiliates/link.schema.ts';
 import { ReferralSchema } from '../../src/modules/referrals/referral.schema.ts';
 import { SaleSchema } from '../../src/modules/sales/sale.schema.ts';
-import { CouponSchema, PromotionalCodeSchema } from '../../src/modules/promotional-codes/promotional-code.schema.ts';
+import { CouponSchema, PromotionalCodeSchema } from '../../src/modules/coupons/promotional-code.schema.ts';
 
 const DOC_PATH = new URL('../../docs/events.md', import.meta.url);
 const SRC_DIR = new URL('../../src/', import.meta.url);

@@ -4,8 +4,12 @@ import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
-import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget, UpdateAffiliateTarget } from './affiliate.schema.ts';
-import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliateFromApi } from './affiliate.service.ts';
+import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget, UpdateAffiliateTarget, type Affiliate } from './affiliate.schema.ts';
+import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliate } from './affiliate.service.ts';
+import type { Db } from '../../db/transaction.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { invalidField } from '../../domain/errors.ts';
+import { eitherId } from '../../http/request-target.ts';
 
 const affiliates = oneOrMany(AffiliateSchema);
 
@@ -71,3 +75,13 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     async (request) => deleteAffiliate(db, request.auth.program, deleteTarget(DeleteAffiliateTarget, request)),
   );
 };
+
+/** PUT /affiliates as the SDKs send it: the id in the body, `affiliateStatus` for `status`. */
+export function updateAffiliateFromApi(db: Db, program: ProgramContext, body: ApiUpdateAffiliateBody): Promise<Affiliate> {
+  const target = eitherId<string>(body, 'id', 'affiliateId');
+  const { id: _id, affiliateId: _affiliateId, affiliateStatus, ...changes } = body;
+  if (affiliateStatus !== undefined && changes.status !== undefined && affiliateStatus.toLowerCase() !== changes.status.toLowerCase()) {
+    throw invalidField('#/affiliateStatus', 'and status differ');
+  }
+  return updateAffiliate(db, program, target, { ...changes, status: changes.status ?? affiliateStatus });
+}

@@ -5,14 +5,14 @@ import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
+import { conflict, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
-import { findLink, insertLink, newLinkRow, renameLink } from '../links/link.repository.ts';
-import { getLink, serializeLink } from '../links/link.service.ts';
+import { findLink, insertLink, newLinkRow, renameLink } from './link.repository.ts';
+import { getLink, serializeLink } from './link.service.ts';
 import type { SaleCredit } from '../ledger/ledger.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 // The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
@@ -30,7 +30,7 @@ import {
   updateAffiliateRow,
   type AffiliateRow,
 } from './affiliate.repository.ts';
-import { UpdateAffiliateBody, type Affiliate, type ApiUpdateAffiliateBody, type CreateAffiliateBody } from './affiliate.schema.ts';
+import { UpdateAffiliateBody, type Affiliate, type CreateAffiliateBody } from './affiliate.schema.ts';
 
 export const DEFAULT_PAYMENT_METHOD = 'none';
 
@@ -177,16 +177,6 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   }
 }
 
-/** PUT /affiliates as the SDKs send it: the id in the body, `affiliateStatus` for `status`. */
-export function updateAffiliateFromApi(db: Db, program: ProgramContext, body: ApiUpdateAffiliateBody): Promise<Affiliate> {
-  const target = eitherId<string>(body, 'id', 'affiliateId');
-  const { id: _id, affiliateId: _affiliateId, affiliateStatus, ...changes } = body;
-  if (affiliateStatus !== undefined && changes.status !== undefined && affiliateStatus.toLowerCase() !== changes.status.toLowerCase()) {
-    throw invalidField('#/affiliateStatus', 'and status differ');
-  }
-  return updateAffiliate(db, program, target, { ...changes, status: changes.status ?? affiliateStatus });
-}
-
 /**
  * DELETE /affiliates. An affiliate with referrals, sales or promotional codes is refused
  * (409 has_dependents) unless `force`: then their links, referrals and sales go with them, the
@@ -232,33 +222,4 @@ export async function announceTotalsChangedByCascade(tx: Tx, program: ProgramCon
     const link = await findLink(tx, program.id, { id: linkId });
     if (link) await recordEvent(tx, program.id, 'link.updated', serializeLink(link, program), now);
   }
-}
-
-/**
- * Finds the affiliate named by id and/or e-mail (both must agree when both are given).
- * Throws 422 when neither is given and 404 when none matches.
- */
-export async function resolveAffiliate(db: Db | Tx, program: ProgramContext, by: { id?: string; email?: string }): Promise<AffiliateRow> {
-  if (by.id === undefined && by.email === undefined) {
-    throw new ApiError('validation_failed', 'Name the affiliate.', [{ pointer: '#/affiliateId', detail: 'affiliateId or affiliateEmail is required' }]);
-  }
-  const row = await findAffiliate(db, program.id, { id: by.id, emailKey: by.email === undefined ? undefined : normaliseEmail(by.email).key });
-  if (!row) throw notFound('Affiliate');
-  return row;
-}
-
-/**
- * Turns a list query's `affiliateEmail` into its `affiliateId` filter. Null when the filters can
- * match nothing: no affiliate has that e-mail, or `affiliateId` names another one.
- */
-export async function resolveAffiliateEmailFilter<F extends { affiliateId?: string }>(
-  db: Db,
-  program: ProgramContext,
-  query: F & { affiliateEmail?: string },
-): Promise<F | null> {
-  const { affiliateEmail, ...filter } = query;
-  if (affiliateEmail === undefined) return filter as unknown as F;
-  const affiliate = await findAffiliate(db, program.id, { emailKey: normaliseEmail(affiliateEmail).key });
-  if (!affiliate || (filter.affiliateId !== undefined && filter.affiliateId !== affiliate.id)) return null;
-  return { ...filter, affiliateId: affiliate.id } as unknown as F;
 }

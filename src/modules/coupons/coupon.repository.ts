@@ -3,7 +3,7 @@ import type { CouponsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
-import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
+import type { CouponRow } from './promotional-code.repository.ts';
 
 export interface CouponFilter {
   id?: string;

@@ -4,8 +4,8 @@ import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
-import { CouponSchema } from '../promotional-codes/promotional-code.schema.ts';
-import { serializeCoupons } from '../promotional-codes/promotional-code.serializer.ts';
+import { CouponSchema } from './promotional-code.schema.ts';
+import { serializeCoupons } from './promotional-code.serializer.ts';
 import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody, UpdateCouponTarget } from './coupon.schema.ts';
 import { createCoupon, deleteCoupon, getCoupon, getCouponPage, updateCoupon } from './coupon.service.ts';
 

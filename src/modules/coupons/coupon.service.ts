@@ -7,9 +7,9 @@ import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, conflict, hasDependents, invalidField, notFound, type FieldError } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { serializeCoupons, serializeNestedCoupon } from '../promotional-codes/promotional-code.serializer.ts';
-import type { Coupon } from '../promotional-codes/promotional-code.schema.ts';
-import type { CouponRow } from '../promotional-codes/promotional-code.repository.ts';
+import { serializeCoupons, serializeNestedCoupon } from './promotional-code.serializer.ts';
+import type { Coupon } from './promotional-code.schema.ts';
+import type { CouponRow } from './promotional-code.repository.ts';
 import { deleteCouponRow, findCoupon, insertCoupon, listCoupons, lockCodesOfCoupon, updateCouponRow, type CouponFilter } from './coupon.repository.ts';
 import type { CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';
 

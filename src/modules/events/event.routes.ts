@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { invalidField } from '../../domain/errors.ts';
 import { errorResponses } from '../../http/schemas.ts';
-import { EventEnvelopeSchema, EventsQuery } from '../webhooks/webhook.schema.ts';
+import { EventEnvelopeSchema, EventsQuery } from './event.schema.ts';
 import { setNextLink } from '../../http/pagination.ts';
 import { EVENT_TYPES, hasUnsequencedEvents, listEventsAfter, sequenceEvents } from './outbox.ts';
 

@@ -3,8 +3,8 @@ import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
-import { findLink } from '../links/link.repository.ts';
-import type { RedeemableCode } from '../promotional-codes/promo-code-redemption.ts';
+import { findLink } from '../affiliates/link.repository.ts';
+import type { RedeemableCode } from '../coupons/promo-code-redemption.ts';
 
 // Who is credited: the affiliate a referral, sale or click earns for, and the link it came through.
 

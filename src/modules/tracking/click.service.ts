@@ -4,7 +4,7 @@ import { newId } from '../../domain/ids.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
-import { findLink } from '../links/link.repository.ts';
+import { findLink } from '../affiliates/link.repository.ts';
 import type { ProgramRow } from '../programs/program.service.ts';
 import { assertCreditable } from '../ledger/credit.ts';
 import { addClickToCounters } from '../ledger/ledger.repository.ts';

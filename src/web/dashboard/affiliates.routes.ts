@@ -5,10 +5,10 @@ import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository
 import { CreateAffiliateBody, type UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { createAffiliate, getAffiliatePage, getAffiliateProfile, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
-import { CreateLinkBody } from '../../modules/links/link.schema.ts';
-import { createLink, getAffiliateLinks } from '../../modules/links/link.service.ts';
-import { getPromotionalCodePage } from '../../modules/promotional-codes/promotional-code.service.ts';
-import { serializeCodes } from '../../modules/promotional-codes/promotional-code.serializer.ts';
+import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
+import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
+import { getPromotionalCodePage } from '../../modules/coupons/promotional-code.service.ts';
+import { serializeCodes } from '../../modules/coupons/promotional-code.serializer.ts';
 import { getReferralPage } from '../../modules/referrals/referral.service.ts';
 import { getSalePage } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';

@@ -1,7 +1,7 @@
 import { isUuid } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { resolveAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { resolveAffiliate } from '../../modules/affiliates/affiliate-lookup.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 
 // Filters of the referral and sale lists, read from the query string. A filter that names

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
-import { getDailyActivity, getProgramTotals } from '../../modules/programs/program-overview.service.ts';
+import { getDailyActivity, getProgramTotals } from '../../modules/reports/overview.service.ts';
 import { html } from '../html.ts';
 import { currentProgram, doneFlash, sendPage } from './dashboard-page.ts';
 import { formatConversion, formatCount, formatMinor } from './format.ts';

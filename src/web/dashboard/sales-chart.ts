@@ -1,5 +1,5 @@
 import { fromMinorUnits } from '../../domain/money.ts';
-import type { DailyActivity } from '../../modules/programs/program-overview.service.ts';
+import type { DailyActivity } from '../../modules/reports/overview.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { formatCount, formatMinor } from './format.ts';
 

@@ -2,7 +2,7 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso, toIsoOrNull } from '../../domain/clock.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import type { NestedCoupon } from '../coupons/coupon.schema.ts';
+import type { NestedCoupon } from './coupon.schema.ts';
 import {
   countCodesOfCoupons,
   findCodeAffiliates,

@@ -6,7 +6,7 @@ import { ApiError, conflict, hasDependents, notFound } from '../../domain/errors
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
+import { resolveAffiliate, resolveAffiliateEmailFilter } from './affiliate-lookup.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import {
   deleteLinkRow,

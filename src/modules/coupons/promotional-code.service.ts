@@ -8,8 +8,8 @@ import { conflict, hasDependents, invalidField, notFound } from '../../domain/er
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent, recordEvents } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate.service.ts';
-import { findCoupon } from '../coupons/coupon.repository.ts';
+import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate-lookup.ts';
+import { findCoupon } from './coupon.repository.ts';
 import {
   codeKey,
   deleteCodeRow,

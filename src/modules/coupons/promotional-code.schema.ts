@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, Email, ListQuery, Money, Nullable, Uuid } from '../../http/schemas.ts';
-import { CouponFields, MAX_REDEMPTIONS, NestedCouponSchema } from '../coupons/coupon.schema.ts';
+import { CouponFields, MAX_REDEMPTIONS, NestedCouponSchema } from './coupon.schema.ts';
 import { deleteTargetSchema } from '../../http/request-target.ts';
 
 const CodeString = Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'letters, digits, - and _, 1 to 64; unique in the program ignoring case' });
