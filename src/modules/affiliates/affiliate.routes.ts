@@ -72,7 +72,10 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
         response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
       },
     },
-    async (request) => deleteAffiliate(db, request.auth.program, deleteTarget(DeleteAffiliateTarget, request)),
+    async (request) => {
+      const target = deleteTarget(DeleteAffiliateTarget, request);
+      return deleteAffiliate(db, request.auth.program, eitherId<string>(target, 'id', 'affiliateId'), target);
+    },
   );
 };
 

@@ -1,5 +1,4 @@
 import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
-import { eitherId } from '../../http/request-target.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
@@ -17,7 +16,6 @@ import type { SaleCredit } from '../ledger/ledger.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 // The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
 import { voidSalesOf } from '../ledger/counters.ts';
-import { assertValidBody } from '../../http/validation.ts';
 import {
   countAffiliateDependents,
   deleteAffiliateRow,
@@ -136,7 +134,6 @@ export async function searchAffiliatePage(db: Db, program: ProgramContext, text:
  * dashboard's edit form and PUT /affiliates; deactivating is status "inactive").
  */
 export async function updateAffiliate(db: Db, program: ProgramContext, id: string, body: UpdateAffiliateBody): Promise<Affiliate> {
-  assertValidBody(UpdateAffiliateBody, body);
   const current = await findAffiliate(db, program.id, { id });
   if (!current) throw notFound('Affiliate');
   const changes: Partial<Omit<AffiliateRow, 'link' | 'primary_link_id'>> = {};
@@ -183,8 +180,7 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
  * sales of their referrals credited to someone else are voided from that one's counters, and
  * their codes stay on their coupons, unassigned.
  */
-export async function deleteAffiliate(db: Db, program: ProgramContext, target: { id?: string; affiliateId?: string; force?: boolean }): Promise<Affiliate> {
-  const id = eitherId<string>(target, 'id', 'affiliateId');
+export async function deleteAffiliate(db: Db, program: ProgramContext, id: string, target: { force?: boolean }): Promise<Affiliate> {
   return inTransaction(db, async (tx) => {
     const row = await findAffiliateForDelete(tx, program.id, id);
     if (!row) throw notFound('Affiliate');

@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CouponSchema } from './promotional-code.schema.ts';
 import { serializeCoupons } from './promotional-code.serializer.ts';
 import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody, UpdateCouponTarget } from './coupon.schema.ts';
@@ -57,7 +57,8 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       },
       preValidation: targetFromQuery(UpdateCouponTarget),
     },
-    async (request) => updateCoupon(db, request.auth.program, request.body),
+    // The coupon a PUT or DELETE names: `id`, or `couponId` as PUT /promotional-codes calls it.
+    async (request) => updateCoupon(db, request.auth.program, eitherId<string>(request.body, 'id', 'couponId'), request.body),
   );
 
   app.delete(
@@ -70,6 +71,9 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
         response: { 200: CouponSchema, ...errorResponses(404, 409) },
       },
     },
-    async (request) => deleteCoupon(db, request.auth.program, deleteTarget(DeleteCouponTarget, request)),
+    async (request) => {
+      const target = deleteTarget(DeleteCouponTarget, request);
+      return deleteCoupon(db, request.auth.program, eitherId<string>(target, 'id', 'couponId'), target);
+    },
   );
 };

@@ -1,5 +1,4 @@
 import { recordEvent } from '../events/outbox.ts';
-import { eitherId } from '../../http/request-target.ts';
 import { isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -82,15 +81,9 @@ export async function getCouponPage(db: Db, program: ProgramContext, filter: Cou
   return listCoupons(db, program.id, filter, page);
 }
 
-/** The coupon a PUT or DELETE names: `id`, or `couponId` as PUT /promotional-codes calls it. */
-function targetCouponId(target: { id?: string; couponId?: string }): string {
-  return eitherId<string>(target, 'id', 'couponId');
-}
-
 const DISCOUNT_TERMS = ['couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths'] as const;
 
-export async function updateCoupon(db: Db, program: ProgramContext, body: UpdateCouponBody): Promise<Coupon> {
-  const id = targetCouponId(body);
+export async function updateCoupon(db: Db, program: ProgramContext, id: string, body: UpdateCouponBody): Promise<Coupon> {
   try {
     return await inTransaction(db, async (tx) => {
       const current = await findCoupon(tx, program.id, { id });
@@ -136,8 +129,7 @@ export async function updateCoupon(db: Db, program: ProgramContext, body: Update
  * code). A redeemed code makes it a 409 has_dependents unless `force`; then the referrals and
  * sales that used the codes stay, without a code (FK SET NULL). Answers the coupon as it was.
  */
-export async function deleteCoupon(db: Db, program: ProgramContext, target: DeleteCouponTarget): Promise<Coupon> {
-  const id = targetCouponId(target);
+export async function deleteCoupon(db: Db, program: ProgramContext, id: string, target: Pick<DeleteCouponTarget, 'force'>): Promise<Coupon> {
   return inTransaction(db, async (tx) => {
     const codes = await lockCodesOfCoupon(tx, program.id, id);
     const current = await findCoupon(tx, program.id, { id });

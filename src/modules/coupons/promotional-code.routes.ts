@@ -4,7 +4,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import {
   BulkCreatePromotionalCodesBody,
   CreatePromotionalCodeBody,
@@ -101,6 +101,9 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
         response: { 200: PromotionalCodeSchema, ...errorResponses(404, 409) },
       },
     },
-    async (request) => deletePromotionalCode(db, request.auth.program, deleteTarget(DeletePromotionalCodeTarget, request)),
+    async (request) => {
+      const target = deleteTarget(DeletePromotionalCodeTarget, request);
+      return deletePromotionalCode(db, request.auth.program, { ...target, id: eitherId<string>(target, 'id', 'promotionalCodeId', { optional: true }) });
+    },
   );
 };

@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import { eitherId } from '../../http/request-target.ts';
 import { toMinorUnits } from '../../domain/money.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
@@ -26,7 +25,6 @@ import { serializeCodes, serializeCodeWithRelations } from './promotional-code.s
 import type {
   BulkCreatePromotionalCodesBody,
   CreatePromotionalCodeBody,
-  DeletePromotionalCodeTarget,
   PromotionalCode,
   UpdatePromotionalCodeBody,
 } from './promotional-code.schema.ts';
@@ -229,8 +227,8 @@ export async function updatePromotionalCode(db: Db, program: ProgramContext, bod
  * Deletes a code. A redeemed one is a 409 has_dependents unless `force`; then the referrals
  * and sales that used it stay, without a code (FK SET NULL). Answers the code as it was.
  */
-export async function deletePromotionalCode(db: Db, program: ProgramContext, target: DeletePromotionalCodeTarget): Promise<PromotionalCode> {
-  const id = eitherId<string>(target, 'id', 'promotionalCodeId', { optional: true });
+export async function deletePromotionalCode(db: Db, program: ProgramContext, target: { id?: string; code?: string; force?: boolean }): Promise<PromotionalCode> {
+  const id = target.id;
   if (id === undefined && target.code === undefined) throw invalidField('#/id', 'id, promotionalCodeId or code is required');
   return inTransaction(db, async (tx) => {
     const found = await findCodeWithRelations(tx, program.id, { id, code: target.code });

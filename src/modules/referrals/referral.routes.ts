@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CreateReferralBody, DeleteReferralTarget, ReferralSchema, ReferralsQuery, UpdateReferralBody, UpdateReferralTarget } from './referral.schema.ts';
 import { createReferral, deleteReferral, getReferral, getReferralPage, serializeReferral, updateReferral } from './referral.service.ts';
 
@@ -56,7 +56,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       },
       preValidation: targetFromQuery(UpdateReferralTarget),
     },
-    async (request) => updateReferral(db, request.auth.program, request.body),
+    async (request) => updateReferral(db, request.auth.program, eitherId<string>(request.body, 'referralId', 'id'), request.body),
   );
 
   app.delete(
@@ -69,6 +69,9 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
         response: { 200: ReferralSchema, ...errorResponses(404, 409) },
       },
     },
-    async (request) => deleteReferral(db, request.auth.program, deleteTarget(DeleteReferralTarget, request)),
+    async (request) => {
+      const target = deleteTarget(DeleteReferralTarget, request);
+      return deleteReferral(db, request.auth.program, eitherId<string>(target, 'referralId', 'id'), target);
+    },
   );
 };

@@ -1,5 +1,4 @@
 import { newId } from '../../domain/ids.ts';
-import { eitherId } from '../../http/request-target.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
@@ -178,8 +177,7 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
  * credited does not change (delete and record again for that); sales keep the name and e-mail
  * they were recorded with.
  */
-export async function updateReferral(db: Db, program: ProgramContext, body: UpdateReferralBody): Promise<Referral> {
-  const id = eitherId<string>(body, 'referralId', 'id');
+export async function updateReferral(db: Db, program: ProgramContext, id: string, body: UpdateReferralBody): Promise<Referral> {
   const externalId = body.referredUserExternalId;
   const work = async (tx: Tx) => {
     const current = await findReferral(tx, program.id, { id });
@@ -225,8 +223,7 @@ export async function updateReferral(db: Db, program: ProgramContext, body: Upda
  * (409 has_dependents) unless `force`, which voids its sales too, taking each from the counters
  * of whoever it credited. A code it redeemed stays redeemed.
  */
-export async function deleteReferral(db: Db, program: ProgramContext, target: { id?: string; referralId?: string; force?: boolean }): Promise<Referral> {
-  const id = eitherId<string>(target, 'referralId', 'id');
+export async function deleteReferral(db: Db, program: ProgramContext, id: string, target: { force?: boolean }): Promise<Referral> {
   return inTransaction(db, async (tx) => {
     const row = await findReferralForDelete(tx, program.id, id);
     if (!row) throw notFound('Referral');

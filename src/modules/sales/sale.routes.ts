@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
+import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody, UpdateSaleTarget } from './sale.schema.ts';
 import { createSale, getSale, getSalePage, refundSale, serializeSale, updateSale, voidSale } from './sale.service.ts';
 
@@ -56,7 +56,7 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       },
       preValidation: targetFromQuery(UpdateSaleTarget),
     },
-    async (request) => updateSale(db, request.auth.program, request.body),
+    async (request) => updateSale(db, request.auth.program, eitherId<number>(request.body, 'saleId', 'id'), request.body),
   );
 
   app.delete(
@@ -69,7 +69,7 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
         response: { 200: SaleSchema, ...errorResponses(404) },
       },
     },
-    async (request) => voidSale(db, request.auth.program, deleteTarget(DeleteSaleTarget, request)),
+    async (request) => voidSale(db, request.auth.program, eitherId<number>(deleteTarget(DeleteSaleTarget, request), 'saleId', 'id')),
   );
 
   app.post(

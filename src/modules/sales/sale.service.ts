@@ -1,5 +1,4 @@
 import { commissionFor, commissionTakenBack, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
-import { eitherId } from '../../http/request-target.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
@@ -201,8 +200,7 @@ async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number 
  * the commission is recomputed, refunds keep their share of it, and the counters move by the
  * exact difference.
  */
-export async function updateSale(db: Db, program: ProgramContext, body: UpdateSaleBody): Promise<Sale> {
-  const id = eitherId<number>(body, 'saleId', 'id');
+export async function updateSale(db: Db, program: ProgramContext, id: number, body: UpdateSaleBody): Promise<Sale> {
   const totalEarned = body.totalEarned === undefined ? undefined : toMinorUnits(body.totalEarned, program.currency, '#/totalEarned');
   const rate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
   return inTransaction(db, async (tx) => {
@@ -241,8 +239,7 @@ export async function updateSale(db: Db, program: ProgramContext, body: UpdateSa
  * DELETE /sales voids a sale: it leaves the lists and every counter, with its refunds. A code
  * it redeemed stays redeemed (the customer had the discount). Answers the sale as it was.
  */
-export async function voidSale(db: Db, program: ProgramContext, target: { id?: number; saleId?: number }): Promise<Sale> {
-  const id = eitherId<number>(target, 'saleId', 'id');
+export async function voidSale(db: Db, program: ProgramContext, id: number): Promise<Sale> {
   return inTransaction(db, async (tx) => {
     const row = await lockedSale(tx, program, { id });
     await deleteSaleRow(tx, id);

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
-import { CreateAffiliateBody, type UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
+import { CreateAffiliateBody, UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { createAffiliate, getAffiliatePage, getAffiliateProfile, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
@@ -87,11 +87,11 @@ function createBodyOf(form: FormValues): CreateAffiliateBody {
   return defined;
 }
 
-/** The edit form as UpdateAffiliateBody; updateAffiliate checks it against the schema. */
+/** The edit form as UpdateAffiliateBody, checked against its schema (as the API's route does). */
 function updateBodyOf(form: FormValues): UpdateAffiliateBody {
   // Unparseable text is passed on as is, so the schema check names the field.
   const rate = (optionalNumber(form.commissionRate) ?? null) as number | null;
-  return {
+  const body = {
     firstName: form.firstName ?? '',
     lastName: form.lastName ?? '',
     commissionRate: rate,
@@ -99,6 +99,8 @@ function updateBodyOf(form: FormValues): UpdateAffiliateBody {
     paymentMethod: form.paymentMethod ?? '',
     status: form.status ?? '',
   };
+  assertValidBody(UpdateAffiliateBody, body);
+  return body;
 }
 
 export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
