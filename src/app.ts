@@ -27,6 +27,8 @@ import { promotionalCodeRoutes } from './modules/coupons/promotional-code.routes
 import { programRoutes } from './modules/programs/program.routes.ts';
 import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
+import { commissionRoutes } from './modules/ledger/commission.routes.ts';
+import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
@@ -138,6 +140,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
         linkRoutes,
         referralRoutes,
         saleRoutes,
+        commissionRoutes,
+        payoutRoutes,
         couponRoutes,
         promotionalCodeRoutes,
         webhookRoutes,

@@ -8,7 +8,8 @@ import { pino } from 'pino';
 import { systemClock } from '../domain/clock.ts';
 import { createDeliveryWorker } from '../modules/webhooks/delivery-worker.ts';
 import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
-import { createProgram, getProgram } from '../modules/programs/program.service.ts';
+import { createProgram, getProgram, toProgramContext, updateProgramSettings } from '../modules/programs/program.service.ts';
+import { runPayouts } from '../modules/payouts/payout.service.ts';
 import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
 import { copyData, CopyError } from '../db/copy-data.ts';
 import { addIntegration, listIntegrations, removeIntegration, type Integration } from '../modules/integrations/integration.service.ts';
@@ -38,6 +39,22 @@ function optionalNumber(options: Options, name: string): number | undefined {
   const number = Number(value);
   if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(number)) throw new UsageError(`--${name} must be a number`);
   return number;
+}
+
+/** A whole number, or `none` (null) for "no limit". */
+function optionalCount(options: Options, name: string): number | null | undefined {
+  const value = options[name];
+  if (value === undefined) return undefined;
+  if (value === 'none') return null;
+  const number = optionalNumber(options, name)!;
+  if (!Number.isInteger(number)) throw new UsageError(`--${name} must be a whole number or none`);
+  return number;
+}
+
+function programId(options: Options): string {
+  const id = required(options, 'program');
+  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--program must be a program id (a UUID)');
+  return id.toLowerCase();
 }
 
 async function withMigratedDatabase<T>(config: Config, work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
@@ -134,6 +151,62 @@ const commands: Record<string, Command> = {
           logoUrl: options['logo-url'] as string | undefined,
         });
         return { text: `created program "${program.name}" with id ${program.id}`, json: program };
+      }),
+  },
+  'program update': {
+    usage:
+      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A]',
+    options: {
+      program: { type: 'string' },
+      name: { type: 'string' },
+      domain: { type: 'string' },
+      currency: { type: 'string' },
+      'logo-url': { type: 'string' },
+      'commission-type': { type: 'string' },
+      'commission-rate': { type: 'string' },
+      'commission-amount': { type: 'string' },
+      'duration-months': { type: 'string' },
+      'max-sales-per-customer': { type: 'string' },
+      'hold-days': { type: 'string' },
+      'minimum-payout': { type: 'string' },
+    },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const id = programId(options);
+        const changes = {
+          name: options.name as string | undefined,
+          domain: options.domain as string | undefined,
+          currency: options.currency as string | undefined,
+          logoUrl: options['logo-url'] as string | undefined,
+          commissionType: options['commission-type'] as string | undefined,
+          commissionRate: optionalNumber(options, 'commission-rate'),
+          commissionAmount: optionalNumber(options, 'commission-amount'),
+          durationMonths: optionalCount(options, 'duration-months'),
+          maxSalesPerCustomer: optionalCount(options, 'max-sales-per-customer'),
+          holdDays: optionalNumber(options, 'hold-days'),
+          minimumPayout: optionalNumber(options, 'minimum-payout'),
+        };
+        if (Object.values(changes).every((value) => value === undefined)) throw new UsageError('name at least one setting to change; run tandem --help');
+        const program = await updateProgramSettings(db, id, changes);
+        const plan = program.commission;
+        const pays = plan.type === 'flat' ? `${plan.amount} ${program.currency} per sale` : `${plan.rate} %`;
+        const limits = [plan.durationMonths === null ? 'forever' : `for ${plan.durationMonths} months`, plan.maxSalesPerCustomer === null ? null : `first ${plan.maxSalesPerCustomer} sales`].filter(Boolean).join(', ');
+        return {
+          text: `updated program "${program.name}" (${program.id}): pays ${pays} ${limits}; hold ${plan.holdDays} days; minimum payout ${plan.minimumPayout} ${program.currency}`,
+          json: program,
+        };
+      }),
+  },
+  'payout run': {
+    usage: 'tandem payout run --program ID',
+    options: { program: { type: 'string' } },
+    run: (config, options) =>
+      withMigratedDatabase(config, async ({ db }) => {
+        const program = toProgramContext(await getProgram(db, programId(options)), systemClock);
+        const payouts = await runPayouts(db, program, {});
+        const lines = payouts.map((p) => `  ${p.affiliate.firstName} ${p.affiliate.lastName} <${p.affiliate.payoutEmail}>: ${p.amount} ${p.currency} (${p.entryCount} entries, payout ${p.id})`);
+        const text = payouts.length ? [`made ${payouts.length} payout${payouts.length === 1 ? '' : 's'}:`, ...lines].join('\n') : 'nothing to pay: no affiliate has a due balance at or above the minimum';
+        return { text, json: { payouts } };
       }),
   },
   'key create': {

@@ -19,6 +19,8 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'referrals', key: ['id'] },
   { name: 'sales', key: ['id'] },
   { name: 'sale_refunds', key: ['id'] },
+  { name: 'payouts', key: ['id'] },
+  { name: 'commission_entries', key: ['id'] },
   { name: 'clicks', key: ['id'] },
   { name: 'click_days', key: ['id'] },
   { name: 'events', key: ['id'] },
@@ -137,7 +139,7 @@ export async function copyData(from: DatabaseHandle, to: DatabaseHandle, onProgr
     await tx.updateTable('outbox_state').set({ last_sequence }).where('id', '=', 1).execute();
     if (to.dialect === 'postgres') {
       // Integer ids were copied as they were; new rows continue after the largest.
-      for (const table of ['sales', 'webhook_deliveries', 'webhook_attempts']) {
+      for (const table of ['sales', 'commission_entries', 'webhook_deliveries', 'webhook_attempts']) {
         await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce((select max(id) from ${sql.table(table)}), 0) + 1, false)`.execute(tx);
       }
     }

@@ -38,6 +38,17 @@ export interface ProgramsTable {
   cookie_days: Generated<number>;
   /** Which click wins when a visitor arrives through several links: the first or the last. */
   attribution: Generated<'first' | 'last'>;
+  /** The commission plan (docs/payouts.md): percentage (default_commission_rate) or flat (commission_amount, minor units). */
+  commission_type: Generated<'percentage' | 'flat'>;
+  commission_amount: Generated<Counter>;
+  /** Only sales within N months of the customer's referral earn; null: forever. */
+  commission_duration_months: number | null;
+  /** Only a customer's first N sales earn; null: all. */
+  max_sales_per_customer: number | null;
+  /** Days a commission waits for refunds before it can be paid. */
+  hold_days: Generated<number>;
+  /** The smallest balance a payout run pays (minor units). */
+  minimum_payout: Generated<Counter>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -128,12 +139,54 @@ export interface SalesTable {
   total_earned: number;
   commission_rate: number;
   commission: number;
+  /** The plan's rule the sale was recorded under: a percentage (commission_rate), a flat amount (commission_flat), or none (outside the plan). */
+  commission_rule: Generated<CommissionRule>;
+  commission_flat: Generated<Counter>;
   /** Running totals of the sale's refunds (minor units): what was paid back and the commission taken back. */
   refunded_amount: Generated<Counter>;
   refunded_commission: Generated<Counter>;
   created_at: Timestamp;
   /** Last edit or refund; null only for rows recorded before edits existed. */
   updated_at: Timestamp | null;
+}
+
+export type CommissionRule = 'percentage' | 'flat' | 'none';
+
+/** The ledger: one change of what an affiliate earns. Its amount never changes; a payout takes it, a paid payout pays it. */
+export interface CommissionEntriesTable {
+  id: Generated<number | string>;
+  program_id: string;
+  affiliate_id: string;
+  sale_id: number | string | null;
+  payout_id: string | null;
+  kind: 'sale' | 'refund' | 'adjustment' | 'void';
+  /** Signed minor units. */
+  amount: Counter;
+  currency: string;
+  due_at: Timestamp;
+  paid_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+/** A payment to one affiliate: its entries, amount and recipient frozen when it was made. */
+export interface PayoutsTable {
+  id: string;
+  program_id: string;
+  affiliate_id: string;
+  first_name: string;
+  last_name: string;
+  email: string;
+  payout_email: string;
+  payment_method: string;
+  amount: Counter;
+  currency: string;
+  status: 'pending' | 'paid' | 'failed';
+  entry_count: number;
+  created_at: Timestamp;
+  paid_at: Timestamp | null;
+  method: string | null;
+  reference: string | null;
+  updated_at: Timestamp;
 }
 
 /** One refund of a sale, as it happened; the sale carries the running totals. */
@@ -374,6 +427,8 @@ export interface Database {
   referrals: ReferralsTable;
   sales: SalesTable;
   sale_refunds: SaleRefundsTable;
+  commission_entries: CommissionEntriesTable;
+  payouts: PayoutsTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

@@ -41,3 +41,61 @@ export function commissionTakenBack(commissionMinor: number, refundedMinor: numb
   const rounded = (2n * magnitude + total) / (2n * total);
   return Number(negative ? -rounded : rounded);
 }
+
+/** A program's commission plan (CONTRACT "Commission plans and the ledger"); amounts in minor units. */
+export interface CommissionPlan {
+  readonly type: 'percentage' | 'flat';
+  /** The flat amount per sale (type flat). */
+  readonly flatAmount: number;
+  /** Only sales within N months of the customer's referral earn; null: forever. */
+  readonly durationMonths: number | null;
+  /** Only a customer's first N sales earn; null: all. */
+  readonly maxSalesPerCustomer: number | null;
+  /** Days a commission waits for refunds before it can be paid. */
+  readonly holdDays: number;
+  /** The smallest balance a payout run pays. */
+  readonly minimumPayout: number;
+}
+
+/** The rule a sale keeps for life: what it earns now, and again when PUT /sales changes its total. */
+export type SaleRule = { rule: 'percentage'; rateMillionths: number } | { rule: 'flat'; flatMinor: number } | { rule: 'none' };
+
+/** A sale's commission under its rule: the rate's share, the flat amount (never more than the total), or nothing. */
+export function commissionUnder(rule: SaleRule, totalEarnedMinor: number): number {
+  switch (rule.rule) {
+    case 'percentage':
+      return commissionFor(totalEarnedMinor, rule.rateMillionths);
+    case 'flat':
+      return Math.max(0, Math.min(rule.flatMinor, totalEarnedMinor));
+    case 'none':
+      return 0;
+  }
+}
+
+/** `months` calendar months after `from` (UTC), the day clamped to the month's end: 31 Jan + 1 → 28/29 Feb. */
+export function addMonths(from: Date, months: number): Date {
+  const result = new Date(from.getTime());
+  const day = result.getUTCDate();
+  result.setUTCDate(1);
+  result.setUTCMonth(result.getUTCMonth() + months);
+  const lastDay = new Date(Date.UTC(result.getUTCFullYear(), result.getUTCMonth() + 1, 0)).getUTCDate();
+  result.setUTCDate(Math.min(day, lastDay));
+  return result;
+}
+
+const DAY_MS = 86_400_000;
+
+/** When a commission recorded at `from` has waited out the plan's hold. */
+export function endOfHold(from: Date, holdDays: number): Date {
+  return new Date(from.getTime() + holdDays * DAY_MS);
+}
+
+/**
+ * Whether a customer's sale earns under the plan: within `durationMonths` of the customer's
+ * referral, and among the customer's first `maxSalesPerCustomer` sales.
+ */
+export function earnsUnderPlan(plan: CommissionPlan, sale: { at: Date; referredAt: Date; earlierSales: number }): boolean {
+  if (plan.durationMonths !== null && sale.at.getTime() >= addMonths(sale.referredAt, plan.durationMonths).getTime()) return false;
+  if (plan.maxSalesPerCustomer !== null && sale.earlierSales >= plan.maxSalesPerCustomer) return false;
+  return true;
+}

@@ -1,4 +1,5 @@
 import type { Clock } from './clock.ts';
+import type { CommissionPlan } from './commission.ts';
 
 /** What every service of the API needs of the token's program: the tenant context (made from its row in programs/). */
 export interface ProgramContext {
@@ -9,6 +10,8 @@ export interface ProgramContext {
   readonly defaultCommissionRate: number;
   readonly baseUrls: readonly string[];
   readonly referralParam: string;
+  /** The commission plan new sales are recorded under. */
+  readonly plan: CommissionPlan;
   /** The app's clock: services take "now" from here. */
   readonly clock: Clock;
 }

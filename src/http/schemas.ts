@@ -14,7 +14,6 @@ export const Email = Type.String({ format: 'email', maxLength: 254 });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Status = Type.String({ format: 'status', description: 'active or inactive, any letter case; returned lowercase' });
 export const LinkString = Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$', description: 'letters, digits and hyphens, 1 to 64' });
-/** 1 to 200 characters, not all blank (names are stored trimmed). */
 /**
  * An id from the client's own systems (a customer, invoice, charge or payment-method name):
  * up to 200 characters of text without control characters — tab and line breaks included, which
@@ -24,6 +23,7 @@ export function ExternalId(options: { minLength?: number; description?: string }
   return Type.String({ maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f]*$', ...options });
 }
 
+/** 1 to 200 characters, not all blank (names are stored trimmed). */
 export const ShortText = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 export const Money = Type.Number({ minimum: 0, maximum: 1e13, description: 'major units of the currency (49.99)' });
 export const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'percentage, 0 to 100, up to 4 decimals' });

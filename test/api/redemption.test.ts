@@ -519,6 +519,7 @@ describe('promotional code redemption', () => {
         createdAt: res.body.createdAt,
         refundedAmount: 0,
         status: 'paid',
+        commission: 16,
       });
 
       const sale = await db().selectFrom('sales').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();

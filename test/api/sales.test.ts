@@ -6,7 +6,7 @@ import { rawDb, setProgramCommissionRate, startTestServer, type ApiClient, type 
 import { assertProblem, nextPath } from '../helpers/api-assertions.ts';
 import { ISO_TIME, unique, uniqueEmail, UUID } from '../helpers/fixtures.ts';
 
-const SALE_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'externalInvoiceId', 'name', 'email', 'totalEarned', 'commissionRate', 'createdAt', 'refundedAmount', 'status'].sort();
+const SALE_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'externalInvoiceId', 'name', 'email', 'totalEarned', 'commissionRate', 'createdAt', 'refundedAmount', 'status', 'commission'].sort();
 
 
 interface Affiliate {
@@ -142,7 +142,7 @@ describe('sales', () => {
       const s: Sale = res.body;
       assert.deepEqual(
         { ...s, id: 0, createdAt: '' },
-        { id: 0, createdAt: '', affiliateId: aff.id, referralId: ref.id, externalId: 'ch_1', externalInvoiceId: 'in_1', name: ref.name, email: ref.email, totalEarned: 49.99, commissionRate: 20, refundedAmount: 0, status: 'paid' },
+        { id: 0, createdAt: '', affiliateId: aff.id, referralId: ref.id, externalId: 'ch_1', externalInvoiceId: 'in_1', name: ref.name, email: ref.email, totalEarned: 49.99, commissionRate: 20, refundedAmount: 0, status: 'paid', commission: 10 },
       );
       assert.ok(Math.abs(Date.parse(s.createdAt) - Date.now()) < 60_000);
 

@@ -19,6 +19,8 @@ import { AffiliateLinkSchema } from '../../src/modules/affiliates/link.schema.ts
 import { ReferralSchema } from '../../src/modules/referrals/referral.schema.ts';
 import { SaleSchema } from '../../src/modules/sales/sale.schema.ts';
 import { CouponSchema, PromotionalCodeSchema } from '../../src/modules/coupons/promotional-code.schema.ts';
+import { PayoutSchema } from '../../src/modules/payouts/payout.schema.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 
 const DOC_PATH = new URL('../../docs/events.md', import.meta.url);
 const SRC_DIR = new URL('../../src/', import.meta.url);
@@ -45,6 +47,9 @@ const EMITTED = [
   'promotional_code.updated',
   'promotional_code.deleted',
   'promotional_code.redeemed',
+  'payout.created',
+  'payout.paid',
+  'payout.failed',
   'webhook.test',
 ] as const;
 
@@ -56,6 +61,7 @@ const DATA_SCHEMAS: Record<string, object> = {
   sale: SaleSchema,
   coupon: CouponSchema,
   promotional_code: PromotionalCodeSchema,
+  payout: PayoutSchema,
 };
 
 interface Envelope {
@@ -241,6 +247,8 @@ describe('docs/events.md samples and signatures against real events', () => {
       return res.body;
     };
     const tag = `${process.pid}-${Date.now()}`;
+    // No hold, so the sales below can be paid out at once.
+    await updateProgramSettings(t.server.database.db, api.programId, { holdDays: 0 });
     const affiliate = await created(await api.post('/affiliates', { firstName: 'Jane', lastName: 'Doe', email: `jane-${tag}@example.com`, affiliateLink: `jane-${tag}` }));
     const db = t.server.database.db;
     await updateAffiliate(db, await programContext(t, api.programId), affiliate.id, { paymentMethod: 'paypal', payoutEmail: `payouts-${tag}@example.com` });
@@ -272,6 +280,12 @@ describe('docs/events.md samples and signatures against real events', () => {
     await created(await api.post('/promotional-codes', { couponId: summer.id, code: `SUMMER${process.pid}`, affiliateId: affiliate.id }));
     await created(await api.put('/coupons', { id: summer.id, name: 'Summer sale', redeemBy: '2030-09-01T00:00:00Z' }), 200);
     await created(await api.request('DELETE', '/coupons', { id: summer.id }), 200);
+    // A payout paid, and one that failed.
+    const [paidOut] = await created(await api.post('/payouts', {}));
+    await created(await api.put('/payouts', { payoutId: paidOut.id, status: 'paid', method: 'paypal', reference: 'PP-1' }), 200);
+    await created(await api.post('/sales', { email: customer, totalEarned: 5, externalInvoiceId: `in3_${tag}` }));
+    const [bounced] = await created(await api.post('/payouts', {}));
+    await created(await api.put('/payouts', { payoutId: bounced.id, status: 'failed', reference: 'returned' }), 200);
     testEventId = await sendTestEvent(db, await programContext(t, api.programId), hook.id);
 
     const polled = await fetch(`${t.url}/api/v1/events?limit=1000`, { headers: { authorization: `Bearer ${api.token}` } });
@@ -318,8 +332,9 @@ describe('docs/events.md samples and signatures against real events', () => {
   });
 
   it('names every other event type of the contract as reserved, and no emitted one', () => {
-    const reserved = /^Reserved, emitted (?:when|once)[\s\S]*?(?:\n\n)/m.exec(doc.text)?.[0];
-    assert.ok(reserved, 'a "Reserved, emitted once …" paragraph');
+    const reserved = /^Reserved, emitted (?:when|once)[\s\S]*?(?:\n\n)/m.exec(doc.text)?.[0] ?? '';
+    const anyReserved = EVENT_TYPES.some((type) => !(EMITTED as readonly string[]).includes(type));
+    assert.equal(reserved !== '', anyReserved, 'a "Reserved, emitted once …" paragraph exactly when some type is not emitted yet');
     for (const type of EVENT_TYPES) {
       const named = reserved.includes(`\`${type}\``);
       if ((EMITTED as readonly string[]).includes(type)) assert.ok(!named, `${type} is emitted, not reserved`);

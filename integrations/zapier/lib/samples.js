@@ -53,6 +53,9 @@ const sale = {
   totalEarned: 49.99,
   commissionRate: 20,
   createdAt: '2026-11-23T10:49:16.417Z',
+  refundedAmount: 0,
+  status: 'paid',
+  commission: 10,
 };
 
 const coupon = {
@@ -137,6 +140,9 @@ const outputFields = {
     { key: 'email', label: 'Customer Email' },
     { key: 'totalEarned', label: 'Total Earned', type: 'number' },
     { key: 'commissionRate', label: 'Commission Rate (%)', type: 'number' },
+    { key: 'commission', label: 'Commission (net of refunds)', type: 'number' },
+    { key: 'refundedAmount', label: 'Refunded Amount', type: 'number' },
+    { key: 'status', label: 'Status' },
     { key: 'createdAt', label: 'Created At', type: 'datetime' },
   ],
   promotionalCode: [

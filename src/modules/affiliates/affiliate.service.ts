@@ -191,9 +191,11 @@ export async function deleteAffiliate(db: Db, program: ProgramContext, id: strin
         throw hasDependents(`The affiliate has ${referrals} referral(s), ${sales} sale(s) and ${codes} promotional code(s); deleting them deletes their referrals and sales and unassigns their codes.`);
       }
     }
-    const voided = await voidSalesOf(tx, program.id, { referralsOfAffiliateCreditingOthers: id });
-    await deleteAffiliateRow(tx, id);
     const now = program.clock().toISOString();
+    const voided = await voidSalesOf(tx, program, { referralsOfAffiliateCreditingOthers: id }, now);
+    // Its own sales would go by the foreign key's cascade; voided here, they leave their entries in the ledger.
+    await voidSalesOf(tx, program, { affiliateId: id }, now);
+    await deleteAffiliateRow(tx, id);
     await announceTotalsChangedByCascade(tx, program, voided, now);
     const deleted = serializeAffiliate(row, program);
     await recordEvent(tx, program.id, 'affiliate.deleted', deleted, now);

@@ -28,6 +28,7 @@ export const EVENT_TYPES = [
   'webhook.test',
   'payout.created',
   'payout.paid',
+  'payout.failed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

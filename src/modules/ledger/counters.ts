@@ -3,7 +3,9 @@ import { invalidField } from '../../domain/errors.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 import type { SalesTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
-import { addToAffiliateCounters, addToLinkCounters, deleteSalesOf, type SaleCredit } from './ledger.repository.ts';
+import { addToAffiliateCounters, addToLinkCounters, deleteSalesOf, type SaleCredit, type SalesOf, type VoidedSale } from './ledger.repository.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { appendChangeEntries } from './entries.ts';
 
 type SaleRow = Selectable<SalesTable>;
 
@@ -57,12 +59,14 @@ export async function countCustomer(tx: Tx, credited: { affiliateId: string; lin
 }
 
 /**
- * What a cascade delete takes back: deletes a referral's sales, or those of an affiliate's
- * referrals that credit someone else, and takes each from the counters of whoever it credited.
- * Returns what each added, so the caller can announce the totals that changed.
+ * What a cascade delete takes back: deletes a referral's sales, an affiliate's, or those of an
+ * affiliate's referrals that credit someone else; takes each from the counters of whoever it
+ * credited and writes its `void` entry. Returns what each added, so the caller can announce the
+ * totals that changed.
  */
-export async function voidSalesOf(tx: Tx, programId: string, of: Parameters<typeof deleteSalesOf>[2]): Promise<SaleCredit[]> {
-  const voided = await deleteSalesOf(tx, programId, of);
+export async function voidSalesOf(tx: Tx, program: ProgramContext, of: SalesOf, now: string): Promise<VoidedSale[]> {
+  const voided = await deleteSalesOf(tx, program.id, of);
   await countSales(tx, voided, -1);
+  await appendChangeEntries(tx, program, 'void', voided.map((sale) => ({ saleId: sale.sale_id, affiliateId: sale.affiliate_id, amount: -sale.commission })), now);
   return voided;
 }

@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
-import type { ClicksTable } from '../../db/schema.ts';
+import { sql, type Insertable, type Selectable } from 'kysely';
+import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import type { ClicksTable, CommissionEntriesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { newId } from '../../domain/ids.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
@@ -71,18 +72,25 @@ export interface SaleCredit {
  * the same order a refund does (sale, then affiliate), and the returned values are the rows as
  * they were deleted, so no concurrent refund is counted twice or lost.
  */
-export async function deleteSalesOf(tx: Tx, programId: string, of: { referralId: string } | { referralsOfAffiliateCreditingOthers: string }): Promise<SaleCredit[]> {
+export type SalesOf = { referralId: string } | { referralsOfAffiliateCreditingOthers: string } | { affiliateId: string };
+
+/** A sale deleted by a cascade: its id, for the ledger's void entry. */
+export type VoidedSale = SaleCredit & { sale_id: number };
+
+export async function deleteSalesOf(tx: Tx, programId: string, of: SalesOf): Promise<VoidedSale[]> {
   let q = tx.deleteFrom('sales').where('program_id', '=', programId);
   if ('referralId' in of) {
     q = q.where('referral_id', '=', of.referralId);
+  } else if ('affiliateId' in of) {
+    q = q.where('affiliate_id', '=', of.affiliateId);
   } else {
     const affiliateId = of.referralsOfAffiliateCreditingOthers;
     q = q.where('affiliate_id', '<>', affiliateId).where('referral_id', 'in', (eb) => eb.selectFrom('referrals as r').select('r.id').where('r.affiliate_id', '=', affiliateId));
   }
   const rows = await q
-    .returning(['affiliate_id', 'link_id', sql<number | string>`total_earned - refunded_amount`.as('revenue'), sql<number | string>`commission - refunded_commission`.as('commission')])
+    .returning(['id', 'affiliate_id', 'link_id', sql<number | string>`total_earned - refunded_amount`.as('revenue'), sql<number | string>`commission - refunded_commission`.as('commission')])
     .execute();
-  return rows.map((r) => ({ affiliate_id: r.affiliate_id, link_id: r.link_id, revenue: Number(r.revenue), commission: Number(r.commission) }));
+  return rows.map((r) => ({ sale_id: Number(r.id), affiliate_id: r.affiliate_id, link_id: r.link_id, revenue: Number(r.revenue), commission: Number(r.commission) }));
 }
 
 export async function countSalesOf(db: Db | Tx, programId: string, of: { referralId: string } | { affiliateId: string }): Promise<number> {
@@ -92,3 +100,66 @@ export async function countSalesOf(db: Db | Tx, programId: string, of: { referra
   return Number(n);
 }
 
+
+export async function insertEntries(tx: Tx, rows: Insertable<CommissionEntriesTable>[]): Promise<void> {
+  if (rows.length > 0) await tx.insertInto('commission_entries').values(rows).execute();
+}
+
+/** Where each sale's own `sale` entry stands: when it falls due, and whether a payout took it. */
+export async function saleEntryStates(tx: Tx, programId: string, saleIds: number[]): Promise<Map<number, { dueAt: string | Date; settled: boolean }>> {
+  if (saleIds.length === 0) return new Map();
+  const rows = await tx
+    .selectFrom('commission_entries')
+    .select(['sale_id', 'due_at', 'payout_id', 'paid_at'])
+    .where('program_id', '=', programId)
+    .where('kind', '=', 'sale')
+    .where('sale_id', 'in', saleIds)
+    .execute();
+  return new Map(rows.map((r) => [Number(r.sale_id), { dueAt: r.due_at, settled: r.payout_id !== null || r.paid_at !== null }]));
+}
+
+export type EntryRow = Selectable<CommissionEntriesTable>;
+
+export interface EntryFilter {
+  affiliateId?: string;
+  saleId?: number;
+  payoutId?: string;
+  /** pending, due or paid at `now`. */
+  status?: { is: 'pending' | 'due' | 'paid'; now: string };
+}
+
+export function listEntries(db: Db, programId: string, filter: EntryFilter, page: PageRequest): Promise<EntryRow[]> {
+  let q = db.selectFrom('commission_entries as e').selectAll('e').where('e.program_id', '=', programId);
+  if (filter.affiliateId !== undefined) q = q.where('e.affiliate_id', '=', filter.affiliateId);
+  if (filter.saleId !== undefined) q = q.where('e.sale_id', '=', filter.saleId);
+  if (filter.payoutId !== undefined) q = q.where('e.payout_id', '=', filter.payoutId);
+  if (filter.status !== undefined) {
+    const { is, now } = filter.status;
+    if (is === 'paid') q = q.where('e.paid_at', 'is not', null);
+    else q = q.where('e.paid_at', 'is', null).where('e.due_at', is === 'due' ? '<=' : '>', now);
+  }
+  return pageQuery(q, 'e', page).execute();
+}
+
+export interface AffiliateBalance {
+  /** Sum of the entries in their hold. */
+  pending: number;
+  /** Past the hold, not paid (in a pending payout or not). */
+  due: number;
+  paid: number;
+}
+
+/** An affiliate's ledger in three sums at `now` (minor units). */
+export async function affiliateBalance(db: Db | Tx, programId: string, affiliateId: string, now: string): Promise<AffiliateBalance> {
+  const row = await db
+    .selectFrom('commission_entries')
+    .select([
+      sql<number | string>`coalesce(sum(case when paid_at is null and due_at > ${now} then amount else 0 end), 0)`.as('pending'),
+      sql<number | string>`coalesce(sum(case when paid_at is null and due_at <= ${now} then amount else 0 end), 0)`.as('due'),
+      sql<number | string>`coalesce(sum(case when paid_at is not null then amount else 0 end), 0)`.as('paid'),
+    ])
+    .where('program_id', '=', programId)
+    .where('affiliate_id', '=', affiliateId)
+    .executeTakeFirstOrThrow();
+  return { pending: Number(row.pending), due: Number(row.due), paid: Number(row.paid) };
+}

@@ -16,6 +16,18 @@ export const ProgramSchema = Type.Object(
     referralParam: Type.String(),
     cookieDays: Type.Integer({ description: 'days the tracking script keeps a referral' }),
     attribution: Type.String({ enum: ['first', 'last'], description: 'which click wins when a visitor comes through several links' }),
+    commission: Type.Object(
+      {
+        type: Type.String({ enum: ['percentage', 'flat'] }),
+        rate: Type.Number({ description: 'percent of the sale (type percentage; an affiliate\'s own commissionRate wins)' }),
+        amount: Type.Number({ description: 'paid per sale, never more than its total (type flat)' }),
+        durationMonths: Nullable(Type.Integer({ description: "only sales within N months of the customer's referral earn; null: forever" })),
+        maxSalesPerCustomer: Nullable(Type.Integer({ description: "only a customer's first N sales earn; null: all" })),
+        holdDays: Type.Integer({ description: 'days a commission waits for refunds before it can be paid' }),
+        minimumPayout: Type.Number({ description: 'the smallest balance a payout run pays' }),
+      },
+      { title: 'CommissionPlan' },
+    ),
     createdAt: DateTime,
     updatedAt: DateTime,
   },

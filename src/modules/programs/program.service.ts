@@ -1,5 +1,5 @@
-import { millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
-import { isCurrencyCode } from '../../domain/money.ts';
+import { millionthsToRate, rateToMillionths, type CommissionPlan } from '../../domain/commission.ts';
+import { fromMinorUnits, isCurrencyCode, toMinorUnits } from '../../domain/money.ts';
 import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
@@ -23,8 +23,20 @@ export interface Program {
   cookieDays: number;
   /** Which click wins when a visitor comes through several links. */
   attribution: 'first' | 'last';
+  /** The commission plan (CONTRACT "Commission plans and the ledger"), amounts in major units. */
+  commission: ProgramCommission;
   createdAt: string;
   updatedAt: string;
+}
+
+export interface ProgramCommission {
+  type: 'percentage' | 'flat';
+  rate: number;
+  amount: number;
+  durationMonths: number | null;
+  maxSalesPerCustomer: number | null;
+  holdDays: number;
+  minimumPayout: number;
 }
 
 export type ProgramRow = Selectable<ProgramsTable>;
@@ -48,9 +60,39 @@ export function domainOf(input: string): string {
   }
 }
 
-/** The one mapper from a program's row to the tenant context services take. */
-export function toProgramContext(row: Pick<ProgramRow, 'id' | 'name' | 'currency' | 'default_commission_rate' | 'base_urls' | 'referral_param'>, clock: Clock): ProgramContext {
+/** The columns the tenant context is made of (a token's lookup reads just these). */
+export const PROGRAM_CONTEXT_COLUMNS = [
+  'id',
+  'name',
+  'currency',
+  'default_commission_rate',
+  'base_urls',
+  'referral_param',
+  'commission_type',
+  'commission_amount',
+  'commission_duration_months',
+  'max_sales_per_customer',
+  'hold_days',
+  'minimum_payout',
+] as const;
+
+type ContextRow = Pick<ProgramRow, (typeof PROGRAM_CONTEXT_COLUMNS)[number]>;
+
+function planOf(row: ContextRow): CommissionPlan {
   return {
+    type: row.commission_type,
+    flatAmount: Number(row.commission_amount),
+    durationMonths: row.commission_duration_months === null ? null : Number(row.commission_duration_months),
+    maxSalesPerCustomer: row.max_sales_per_customer === null ? null : Number(row.max_sales_per_customer),
+    holdDays: Number(row.hold_days),
+    minimumPayout: Number(row.minimum_payout),
+  };
+}
+
+/** The one mapper from a program's row to the tenant context services take. */
+export function toProgramContext(row: ContextRow, clock: Clock): ProgramContext {
+  return {
+    plan: planOf(row),
     clock,
     id: row.id,
     name: row.name,
@@ -73,8 +115,22 @@ export function serializeProgram(row: ProgramRow): Program {
     referralParam: row.referral_param,
     cookieDays: Number(row.cookie_days),
     attribution: row.attribution,
+    commission: serializePlan(row),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
+  };
+}
+
+function serializePlan(row: ContextRow): ProgramCommission {
+  const plan = planOf(row);
+  return {
+    type: plan.type,
+    rate: millionthsToRate(row.default_commission_rate),
+    amount: fromMinorUnits(plan.flatAmount, row.currency),
+    durationMonths: plan.durationMonths,
+    maxSalesPerCustomer: plan.maxSalesPerCustomer,
+    holdDays: plan.holdDays,
+    minimumPayout: fromMinorUnits(plan.minimumPayout, row.currency),
   };
 }
 
@@ -89,6 +145,29 @@ export interface ProgramInput {
   referralParam?: string;
   cookieDays?: number;
   attribution?: string;
+  commissionType?: string;
+  /** The flat amount per sale, major units. */
+  commissionAmount?: number;
+  durationMonths?: number | null;
+  maxSalesPerCustomer?: number | null;
+  holdDays?: number;
+  minimumPayout?: number;
+}
+
+export const DEFAULT_HOLD_DAYS = 30;
+export const MAX_HOLD_DAYS = 365;
+/** Bounds of the plan's counts: ten years of monthly invoices, and a million sales. */
+export const MAX_DURATION_MONTHS = 120;
+export const MAX_SALES_PER_CUSTOMER = 1_000_000;
+
+function wholeNumber(value: number, pointer: string, min: number, max: number, unit: string): number {
+  if (!Number.isInteger(value) || value < min || value > max) throw invalidField(pointer, `must be a whole number of ${unit} from ${min} to ${max}`);
+  return value;
+}
+
+function nonNegativeAmount(value: number, currency: string, pointer: string): number {
+  if (!Number.isFinite(value) || value < 0) throw invalidField(pointer, 'must be an amount of 0 or more');
+  return toMinorUnits(value, currency, pointer);
 }
 
 /** The referral parameter of a new program, as CONTRACT.md sets it (older programs keep theirs). */
@@ -129,6 +208,12 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   if (!Number.isInteger(cookieDays) || cookieDays < 1 || cookieDays > MAX_COOKIE_DAYS) throw invalidField('#/cookieDays', `must be a whole number of days from 1 to ${MAX_COOKIE_DAYS}`);
   const attribution = input.attribution ?? 'last';
   if (attribution !== 'first' && attribution !== 'last') throw invalidField('#/attribution', 'must be "first" or "last"');
+  const commissionType = input.commissionType ?? 'percentage';
+  if (commissionType !== 'percentage' && commissionType !== 'flat') throw invalidField('#/commission/type', 'must be "percentage" or "flat"');
+  const commissionAmount = nonNegativeAmount(input.commissionAmount ?? 0, currency, '#/commission/amount');
+  if (commissionType === 'flat' && commissionAmount === 0) throw invalidField('#/commission/amount', 'must be more than 0 for a flat commission');
+  const durationMonths = input.durationMonths ?? null;
+  const maxSales = input.maxSalesPerCustomer ?? null;
   return {
     name,
     domain,
@@ -139,6 +224,33 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
     referral_param: referralParam,
     cookie_days: cookieDays,
     attribution,
+    commission_type: commissionType,
+    commission_amount: commissionAmount,
+    commission_duration_months: durationMonths === null ? null : wholeNumber(durationMonths, '#/commission/durationMonths', 1, MAX_DURATION_MONTHS, 'months'),
+    max_sales_per_customer: maxSales === null ? null : wholeNumber(maxSales, '#/commission/maxSalesPerCustomer', 1, MAX_SALES_PER_CUSTOMER, 'sales'),
+    hold_days: wholeNumber(input.holdDays ?? DEFAULT_HOLD_DAYS, '#/commission/holdDays', 0, MAX_HOLD_DAYS, 'days'),
+    minimum_payout: nonNegativeAmount(input.minimumPayout ?? 0, currency, '#/commission/minimumPayout'),
+  };
+}
+
+/** What a program's settings are today, as input: the base a partial change (the CLI's flags) starts from. */
+export function inputOf(program: Program): Omit<ProgramInput, 'ownerUserId'> {
+  return {
+    name: program.name,
+    domain: program.domain,
+    currency: program.currency,
+    commissionRate: program.commissionRate,
+    logoUrl: program.logoUrl,
+    baseUrls: program.baseUrls,
+    referralParam: program.referralParam,
+    cookieDays: program.cookieDays,
+    attribution: program.attribution,
+    commissionType: program.commission.type,
+    commissionAmount: program.commission.amount,
+    durationMonths: program.commission.durationMonths,
+    maxSalesPerCustomer: program.commission.maxSalesPerCustomer,
+    holdDays: program.commission.holdDays,
+    minimumPayout: program.commission.minimumPayout,
   };
 }
 
@@ -173,10 +285,12 @@ export async function findUserProgramRow(db: Db, userId: string, programId: stri
   return db.selectFrom('programs').selectAll().where('id', '=', programId).where('owner_user_id', '=', userId).executeTakeFirst();
 }
 
-/** Whether any stored amount is in the program's currency (sales, codes' minimum amounts). */
+/** Whether any stored amount is in the program's currency (sales, the ledger, payouts, codes' minimum amounts). */
 async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean> {
   const sale = await db.selectFrom('sales').select('id').where('program_id', '=', programId).limit(1).executeTakeFirst();
   if (sale) return true;
+  const entry = await db.selectFrom('commission_entries').select('id').where('program_id', '=', programId).limit(1).executeTakeFirst();
+  if (entry) return true;
   const code = await db
     .selectFrom('promotional_codes')
     .select('id')
@@ -191,6 +305,24 @@ async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean>
 export async function updateProgram(db: Db, userId: string, programId: string, input: Omit<ProgramInput, 'ownerUserId'>, clock: Clock = systemClock): Promise<Program> {
   const current = await findUserProgram(db, userId, programId);
   if (!current) throw notFound('Program');
+  // A setting the form does not send (undefined) keeps its value.
+  const given = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+  return changeProgram(db, current, userId, { ...inputOf(current), ...given }, clock);
+}
+
+/**
+ * `tandem program update`: changes the settings it names and keeps the others (the operator's
+ * command, not a user's: no owner check).
+ */
+export async function updateProgramSettings(db: Db, programId: string, changes: Partial<Omit<ProgramInput, 'ownerUserId'>>, clock: Clock = systemClock): Promise<Program> {
+  const row = await getProgram(db, programId);
+  const current = serializeProgram(row);
+  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+  return changeProgram(db, current, row.owner_user_id, { ...inputOf(current), ...given }, clock);
+}
+
+async function changeProgram(db: Db, current: Program, userId: string, input: Omit<ProgramInput, 'ownerUserId'>, clock: Clock): Promise<Program> {
+  const programId = current.id;
   const changes = validateProgramInput({ ...input, ownerUserId: userId });
   // Amounts are stored in minor units of the currency: switching it would change their value.
   if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {

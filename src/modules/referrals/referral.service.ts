@@ -231,10 +231,10 @@ export async function deleteReferral(db: Db, program: ProgramContext, id: string
       const sales = await countSalesOf(tx, program.id, { referralId: id });
       if (sales > 0) throw hasDependents(`The referral has ${sales} sale${sales === 1 ? '' : 's'}; deleting it voids them.`);
     }
-    const voided = await voidSalesOf(tx, program.id, { referralId: id });
+    const now = program.clock().toISOString();
+    const voided = await voidSalesOf(tx, program, { referralId: id }, now);
     await deleteReferralRow(tx, id);
     await countCustomer(tx, { affiliateId: row.affiliate_id, linkId: row.link_id }, -1);
-    const now = program.clock().toISOString();
     // referral.deleted names its own affiliate; a sale of it credited to another one is announced.
     await announceTotalsChangedByCascade(tx, program, voided.filter((credit) => credit.affiliate_id !== row.affiliate_id), now);
     const deleted = serializeReferral(row);

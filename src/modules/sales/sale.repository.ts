@@ -58,16 +58,22 @@ export async function lockSale(tx: Tx, programId: string, filter: { id: number }
   return q.returningAll().executeTakeFirst();
 }
 
-export async function updateSaleRow(tx: Tx, id: number, changes: Updateable<SalesTable>): Promise<void> {
-  await tx.updateTable('sales').set(changes).where('id', '=', id).execute();
+export async function updateSaleRow(tx: Tx, programId: string, id: number, changes: Updateable<SalesTable>): Promise<void> {
+  await tx.updateTable('sales').set(changes).where('program_id', '=', programId).where('id', '=', id).execute();
 }
 
-export async function deleteSaleRow(tx: Tx, id: number): Promise<void> {
-  await tx.deleteFrom('sales').where('id', '=', id).execute();
+export async function deleteSaleRow(tx: Tx, programId: string, id: number): Promise<void> {
+  await tx.deleteFrom('sales').where('program_id', '=', programId).where('id', '=', id).execute();
 }
 
 export async function insertRefund(tx: Tx, row: Insertable<SaleRefundsTable>): Promise<void> {
   await tx.insertInto('sale_refunds').values(row).execute();
+}
+
+/** How many sales the customer has: the plan's maxSalesPerCustomer counts them. */
+export async function countCustomerSales(tx: Tx, referralId: string): Promise<number> {
+  const { n } = await tx.selectFrom('sales').select((eb) => eb.fn.countAll().as('n')).where('referral_id', '=', referralId).executeTakeFirstOrThrow();
+  return Number(n);
 }
 
 export async function customerHasSale(tx: Tx, referralId: string): Promise<boolean> {

@@ -15,6 +15,7 @@ export const SaleSchema = Type.Object(
     createdAt: DateTime,
     refundedAmount: Type.Number({ description: 'beyond the spec: how much of totalEarned was refunded (POST /sales/refund)' }),
     status: Type.String({ enum: ['paid', 'partially_refunded', 'refunded'], description: 'beyond the spec: follows refundedAmount' }),
+    commission: Type.Number({ description: "beyond the spec: what the sale earns its affiliate, net of refunds (0 for a sale outside the program's commission plan)" }),
   },
   { title: 'Sale' },
 );

@@ -1,4 +1,4 @@
-import { commissionFor, commissionTakenBack, millionthsToRate, rateToMillionths } from '../../domain/commission.ts';
+import { commissionTakenBack, commissionUnder, earnsUnderPlan, millionthsToRate, rateToMillionths, type SaleRule } from '../../domain/commission.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
@@ -15,6 +15,7 @@ import { findReferralWithAffiliate, lockReferral, type ReferralRow } from '../re
 import { insertOrGetCustomer } from '../referrals/referral.service.ts';
 import { assertCreditable, findCreditByCode, findCreditByIdOrLink, type Credit } from '../ledger/credit.ts';
 import {
+  countCustomerSales,
   customerHasSale,
   deleteSaleRow,
   findSale,
@@ -29,6 +30,7 @@ import {
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
 import { countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
+import { appendChangeEntries, appendSaleEntry } from '../ledger/entries.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {
@@ -44,7 +46,19 @@ export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
     createdAt: toIso(row.created_at),
     refundedAmount: fromMinorUnits(row.refunded_amount, program.currency),
     status: saleStatus(row),
+    commission: fromMinorUnits(netCommission(row), program.currency),
   };
+}
+
+/** What the sale earns its affiliate now: its commission less what refunds took back. */
+function netCommission(row: Pick<SaleRow, 'commission' | 'refunded_commission'>): number {
+  return Number(row.commission) - Number(row.refunded_commission);
+}
+
+function ruleOf(row: Pick<SaleRow, 'commission_rule' | 'commission_rate' | 'commission_flat'>): SaleRule {
+  if (row.commission_rule === 'flat') return { rule: 'flat', flatMinor: Number(row.commission_flat) };
+  if (row.commission_rule === 'none') return { rule: 'none' };
+  return { rule: 'percentage', rateMillionths: Number(row.commission_rate) };
 }
 
 function saleStatus(row: Pick<SaleRow, 'total_earned' | 'refunded_amount'>): Sale['status'] {
@@ -136,8 +150,10 @@ async function sellInTransaction(
     }
   }
 
+  const createdAt = program.clock();
   const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
-  const commission = commissionFor(totalEarned, rate);
+  const rule = await ruleForNewSale(tx, program, referral, { rate, bodyRate, at: createdAt });
+  const commission = commissionUnder(rule, totalEarned);
   const row = {
     program_id: program.id,
     affiliate_id: credit.affiliate.id,
@@ -152,13 +168,16 @@ async function sellInTransaction(
     total_earned: totalEarned,
     commission_rate: rate,
     commission,
+    commission_rule: rule.rule,
+    commission_flat: rule.rule === 'flat' ? rule.flatMinor : 0,
     refunded_amount: 0,
     refunded_commission: 0,
-    created_at: program.clock().toISOString(),
+    created_at: createdAt.toISOString(),
   };
   const id = await insertSale(tx, { ...row, updated_at: row.created_at });
   const stored: SaleRow = { ...row, id, updated_at: row.created_at };
   await countSales(tx, [creditOf(stored)], 1);
+  await appendSaleEntry(tx, program, { id, affiliate_id: row.affiliate_id, commission, created_at: row.created_at });
   // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
   // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
   // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
@@ -173,6 +192,24 @@ async function sellInTransaction(
   const sale = serializeSale(stored, program);
   await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
   return sale;
+}
+
+/**
+ * The rule a new sale is recorded under: outside the plan (too long after the customer's
+ * referral, or past their first N sales) it earns nothing; otherwise an explicit
+ * commissionRate, else the plan's percentage (the affiliate's own rate wins) or flat amount.
+ */
+async function ruleForNewSale(tx: Tx, program: ProgramContext, referral: ReferralRow, sale: { rate: number; bodyRate: number | undefined; at: Date }): Promise<SaleRule> {
+  const plan = program.plan;
+  let earlierSales = 0;
+  if (plan.maxSalesPerCustomer !== null) {
+    // Two sales of one customer at once must count each other: the customer's row is the lock.
+    await lockReferral(tx, referral.id);
+    earlierSales = await countCustomerSales(tx, referral.id);
+  }
+  if (!earnsUnderPlan(plan, { at: sale.at, referredAt: new Date(toIso(referral.created_at)), earlierSales })) return { rule: 'none' };
+  if (sale.bodyRate !== undefined || plan.type === 'percentage') return { rule: 'percentage', rateMillionths: sale.rate };
+  return { rule: 'flat', flatMinor: plan.flatAmount };
 }
 
 export type SaleQuery = SaleFilter & { affiliateEmail?: string };
@@ -212,23 +249,28 @@ export async function updateSale(db: Db, program: ProgramContext, id: number, bo
     if (totalEarned !== undefined || rate !== undefined) {
       after.total_earned = totalEarned ?? Number(before.total_earned);
       after.commission_rate = rate ?? Number(before.commission_rate);
+      // An explicit rate is the merchant's decision and makes the sale a percentage one; else it keeps its rule.
+      if (rate !== undefined) Object.assign(after, { commission_rule: 'percentage', commission_flat: 0 });
       const refunded = Number(before.refunded_amount);
       if (after.total_earned < refunded) {
         throw invalidField('#/totalEarned', `must be at least the ${fromMinorUnits(refunded, program.currency)} already refunded`);
       }
-      after.commission = commissionFor(after.total_earned, after.commission_rate);
+      after.commission = commissionUnder(ruleOf(after), after.total_earned);
       after.refunded_commission = commissionTakenBack(after.commission, refunded, after.total_earned);
     }
-    await updateSaleRow(tx, id, {
+    await updateSaleRow(tx, program.id, id, {
       name: after.name,
       email: after.email,
       total_earned: after.total_earned,
       commission_rate: after.commission_rate,
       commission: after.commission,
+      commission_rule: after.commission_rule,
+      commission_flat: after.commission_flat,
       refunded_commission: after.refunded_commission,
       updated_at: now,
     });
     await recountEditedSale(tx, before, after, body.totalEarned === undefined ? '#/commissionRate' : '#/totalEarned');
+    await appendChangeEntries(tx, program, 'adjustment', [{ saleId: id, affiliateId: before.affiliate_id, amount: netCommission(after) - netCommission(before) }], now);
     const sale = serializeSale(after, program);
     await recordEvent(tx, program.id, 'sale.updated', sale, now);
     return sale;
@@ -242,10 +284,12 @@ export async function updateSale(db: Db, program: ProgramContext, id: number, bo
 export async function voidSale(db: Db, program: ProgramContext, id: number): Promise<Sale> {
   return inTransaction(db, async (tx) => {
     const row = await lockedSale(tx, program, { id });
-    await deleteSaleRow(tx, id);
+    const now = program.clock().toISOString();
+    await deleteSaleRow(tx, program.id, id);
     await countSales(tx, [creditOf(row)], -1);
+    await appendChangeEntries(tx, program, 'void', [{ saleId: id, affiliateId: row.affiliate_id, amount: -netCommission(row) }], now);
     const sale = serializeSale(row, program);
-    await recordEvent(tx, program.id, 'sale.deleted', sale, program.clock().toISOString());
+    await recordEvent(tx, program.id, 'sale.deleted', sale, now);
     return sale;
   });
 }
@@ -271,7 +315,7 @@ export async function refundSale(db: Db, program: ProgramContext, body: RefundSa
     const refundedAmount = Number(before.refunded_amount) + amount;
     const refundedCommission = commissionTakenBack(Number(before.commission), refundedAmount, Number(before.total_earned));
     const after: SaleRow = { ...before, refunded_amount: refundedAmount, refunded_commission: refundedCommission, updated_at: now };
-    await updateSaleRow(tx, Number(before.id), { refunded_amount: refundedAmount, refunded_commission: refundedCommission, updated_at: now });
+    await updateSaleRow(tx, program.id, Number(before.id), { refunded_amount: refundedAmount, refunded_commission: refundedCommission, updated_at: now });
     await insertRefund(tx, {
       id: newId(),
       program_id: program.id,
@@ -281,6 +325,8 @@ export async function refundSale(db: Db, program: ProgramContext, body: RefundSa
       created_at: now,
     });
     await recountEditedSale(tx, before, after);
+    const takenBack = refundedCommission - Number(before.refunded_commission);
+    await appendChangeEntries(tx, program, 'refund', [{ saleId: Number(before.id), affiliateId: before.affiliate_id, amount: -takenBack }], now);
     const sale = serializeSale(after, program);
     await recordEvent(tx, program.id, 'sale.refunded', sale, now);
     return sale;

@@ -4,7 +4,7 @@ import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import type { Authenticated, TokenCache } from './token-cache.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
-import { toProgramContext } from '../programs/program.service.ts';
+import { PROGRAM_CONTEXT_COLUMNS, toProgramContext } from '../programs/program.service.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -85,7 +85,7 @@ export async function authenticateToken(db: Db, token: string, cache?: TokenCach
   const row = await db
     .selectFrom('api_tokens as t')
     .innerJoin('programs as p', 'p.id', 't.program_id')
-    .select(['t.id as token_id', 't.last_used_at', 'p.id', 'p.name', 'p.currency', 'p.default_commission_rate', 'p.base_urls', 'p.referral_param'])
+    .select(['t.id as token_id', 't.last_used_at', ...PROGRAM_CONTEXT_COLUMNS.map((column) => `p.${column}` as const)])
     .where('t.token_hash', '=', tokenHash)
     .where('t.revoked_at', 'is', null)
     .executeTakeFirst();

@@ -1,0 +1,46 @@
+import type { Db } from '../../db/transaction.ts';
+import type { PageRequest } from '../../db/keyset.ts';
+import { toIso } from '../../domain/clock.ts';
+import { fromMinorUnits } from '../../domain/money.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import type { CommissionEntry, CommissionsQuery } from './commission.schema.ts';
+
+type EntryStatus = 'pending' | 'due' | 'paid';
+import { affiliateBalance, listEntries, type AffiliateBalance, type EntryRow } from './ledger.repository.ts';
+
+/** An entry's status at `now`: paid with its payout, else due once the hold has passed. */
+export function entryStatus(row: Pick<EntryRow, 'paid_at' | 'due_at'>, now: Date): EntryStatus {
+  if (row.paid_at !== null) return 'paid';
+  return Date.parse(toIso(row.due_at)) <= now.getTime() ? 'due' : 'pending';
+}
+
+export function serializeEntry(row: EntryRow, program: ProgramContext, now: Date): CommissionEntry {
+  return {
+    id: Number(row.id),
+    affiliateId: row.affiliate_id,
+    saleId: row.sale_id === null ? null : Number(row.sale_id),
+    payoutId: row.payout_id,
+    kind: row.kind,
+    amount: fromMinorUnits(row.amount, row.currency),
+    currency: row.currency,
+    status: entryStatus(row, now),
+    dueAt: toIso(row.due_at),
+    createdAt: toIso(row.created_at),
+  };
+}
+
+/** GET /commissions: a page of the ledger, newest first. */
+export function getEntryPage(db: Db, program: ProgramContext, query: Omit<CommissionsQuery, 'limit' | 'cursor' | 'createdAfter'>, page: PageRequest, now: Date): Promise<EntryRow[]> {
+  const { status, ...filter } = query;
+  return listEntries(db, program.id, { ...filter, status: status === undefined ? undefined : { is: status as EntryStatus, now: now.toISOString() } }, page);
+}
+
+/** pending, due and paid commission of an affiliate at the program's "now", in major units. */
+export async function getAffiliateBalance(db: Db, program: ProgramContext, affiliateId: string): Promise<AffiliateBalance> {
+  const minor = await affiliateBalance(db, program.id, affiliateId, program.clock().toISOString());
+  return {
+    pending: fromMinorUnits(minor.pending, program.currency),
+    due: fromMinorUnits(minor.due, program.currency),
+    paid: fromMinorUnits(minor.paid, program.currency),
+  };
+}

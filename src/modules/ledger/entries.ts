@@ -1,0 +1,61 @@
+import type { Tx } from '../../db/transaction.ts';
+import { toIso } from '../../domain/clock.ts';
+import { endOfHold } from '../../domain/commission.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { insertEntries, saleEntryStates } from './ledger.repository.ts';
+
+// The commission ledger's rules (CONTRACT "Commission plans and the ledger"). Every change of
+// what an affiliate earns appends an entry, in the transaction of the change:
+// - a sale: +commission, due once the plan's hold has passed;
+// - a refund, an edit that changes the commission, a void: the difference (− or +). While the
+//   sale's own entry is unpaid and in no payout, the difference falls due with it (a payout
+//   then pays the net); after that it is due at once and comes off the next payout.
+// An entry's amount never changes. The entries of a sale add up to its net commission, and an
+// affiliate's entries to its totalCommissionEarned (counters.ts moves that counter in the same
+// transaction).
+
+export type ChangeKind = 'refund' | 'adjustment' | 'void';
+
+/** The `sale` entry of a sale just recorded. */
+export async function appendSaleEntry(tx: Tx, program: ProgramContext, sale: { id: number; affiliate_id: string; commission: number; created_at: string }): Promise<void> {
+  await insertEntries(tx, [
+    {
+      program_id: program.id,
+      affiliate_id: sale.affiliate_id,
+      sale_id: sale.id,
+      kind: 'sale',
+      amount: sale.commission,
+      currency: program.currency,
+      due_at: endOfHold(new Date(sale.created_at), program.plan.holdDays).toISOString(),
+      created_at: sale.created_at,
+    },
+  ]);
+}
+
+/** Entries for changes of sales' commissions; a change of 0 earns nothing and writes nothing. */
+export async function appendChangeEntries(
+  tx: Tx,
+  program: ProgramContext,
+  kind: ChangeKind,
+  changes: { saleId: number; affiliateId: string; amount: number }[],
+  now: string,
+): Promise<void> {
+  const made = changes.filter((change) => change.amount !== 0);
+  const states = await saleEntryStates(tx, program.id, made.map((change) => change.saleId));
+  await insertEntries(
+    tx,
+    made.map((change) => {
+      const state = states.get(change.saleId);
+      return {
+        program_id: program.id,
+        affiliate_id: change.affiliateId,
+        sale_id: change.saleId,
+        kind,
+        amount: change.amount,
+        currency: program.currency,
+        due_at: state && !state.settled ? toIso(state.dueAt) : now,
+        created_at: now,
+      };
+    }),
+  );
+}

@@ -1,0 +1,76 @@
+import { minorUnitDigits } from '../../domain/money.ts';
+import type { PayoutRow } from './payout.repository.ts';
+import { serializePayout } from './payout.service.ts';
+
+// Payout files (docs/payouts.md#exports), one row per payout:
+// - csv: every field of the payout, with a header row;
+// - paypal: PayPal Payouts' bulk file — no header; recipient, amount, currency, customer id
+//   (≤ 30 characters, no spaces), note, wallet; one currency per file, at most 5,000 rows;
+// - wise: Wise's batch template ("send by e-mail"), fixed headers; at most 1,000 rows.
+// The recipient is the affiliate's payout e-mail (its e-mail when it has none). Amounts carry
+// the currency's decimals (JPY none). A text cell that a spreadsheet would read as a formula
+// (starting with =, +, -, @, a tab or a carriage return) is prefixed with '.
+
+export const EXPORT_ROW_LIMITS = { csv: 5000, paypal: 5000, wise: 1000 } as const;
+export type ExportFormat = keyof typeof EXPORT_ROW_LIMITS;
+
+function formulaSafe(text: string): string {
+  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
+}
+
+/** One CSV cell (RFC 4180): text made formula-safe, quoted when it holds a comma, quote or line break. */
+function cell(value: string | number | null): string {
+  if (value === null) return '';
+  const text = typeof value === 'number' ? String(value) : formulaSafe(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+function line(values: (string | number | null)[]): string {
+  return `${values.map(cell).join(',')}\r\n`;
+}
+
+/** Minor units as a decimal string with the currency's digits: 123456 USD → 1234.56, 500 JPY → 500. */
+function amountText(row: PayoutRow): string {
+  const digits = minorUnitDigits(row.currency);
+  const minor = BigInt(row.amount);
+  const negative = minor < 0n;
+  const magnitude = (negative ? -minor : minor).toString().padStart(digits + 1, '0');
+  const whole = magnitude.slice(0, magnitude.length - digits);
+  const fraction = digits > 0 ? `.${magnitude.slice(-digits)}` : '';
+  return `${negative ? '-' : ''}${whole}${fraction}`;
+}
+
+const CSV_HEADER = ['id', 'affiliateId', 'firstName', 'lastName', 'email', 'payoutEmail', 'paymentMethod', 'amount', 'currency', 'status', 'entryCount', 'createdAt', 'paidAt', 'method', 'reference'];
+const WISE_HEADER = ['name', 'recipientEmail', 'paymentReference', 'receiverType', 'amountCurrency', 'amount', 'sourceCurrency', 'targetCurrency'];
+
+/** PayPal's customer id: at most 30 characters without spaces — the payout id's first 30 hex digits. */
+function paypalCustomerId(row: PayoutRow): string {
+  return row.id.replace(/-/g, '').slice(0, 30);
+}
+
+/** Wise's payment reference: short enough for every currency's limit (GBP 18). */
+function wiseReference(row: PayoutRow): string {
+  return `TDM-${row.id.replace(/-/g, '').slice(0, 8)}`;
+}
+
+export function exportPayouts(format: ExportFormat, rows: PayoutRow[], programName: string): string {
+  switch (format) {
+    case 'csv':
+      return (
+        line(CSV_HEADER) +
+        rows
+          .map((row) => {
+            const p = serializePayout(row);
+            return line([p.id, p.affiliateId, p.affiliate.firstName, p.affiliate.lastName, p.affiliate.email, p.affiliate.payoutEmail, p.affiliate.paymentMethod, amountText(row), p.currency, p.status, p.entryCount, p.createdAt, p.paidAt, p.method, p.reference]);
+          })
+          .join('')
+      );
+    case 'paypal':
+      return rows.map((row) => line([row.payout_email, amountText(row), row.currency, paypalCustomerId(row), `Affiliate commission from ${programName}`.slice(0, 400), 'PAYPAL'])).join('');
+    case 'wise':
+      return (
+        line(WISE_HEADER) +
+        rows.map((row) => line([`${row.first_name} ${row.last_name}`, row.payout_email, wiseReference(row), 'PERSON', row.currency, amountText(row), row.currency, row.currency])).join('')
+      );
+  }
+}
