@@ -1,6 +1,8 @@
 // A property of the whole ledger: whatever mix of affiliates, links, referrals, sales, edits,
-// refunds, voids and deletes a program goes through — some of them at the same time — every
-// stored counter equals a recount of the rows it summarises, and no request answers 5xx.
+// refunds, voids, deletes, plan changes, payout runs and marks a program goes through — some of
+// them at the same time, while the clock moves — after every step every stored counter equals
+// a recount of the rows it summarises, the commission ledger adds up to the counters and the
+// payouts (CONTRACT invariants), and no request answers 5xx.
 // fast-check generates the mixes from a fixed seed (a failure prints the seed and the
 // shrunk list of steps to replay it).
 import { after, before, describe, it } from 'node:test';
@@ -8,7 +10,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServer } from '../helpers/test-server.ts';
 import { raceNote } from '../helpers/test-database.ts';
-import { assertCountersMatchRows } from '../helpers/recount.ts';
+import { assertCountersMatchRows, assertLedgerMatchesCounters } from '../helpers/recount.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 
 /** One request, naming earlier resources by position (wrapping), so any list of steps is valid. */
@@ -26,7 +29,11 @@ type Op =
   | { kind: 'setAffiliateStatus'; affiliate: number; status: 'active' | 'inactive' }
   | { kind: 'deleteAffiliate'; affiliate: number; force: boolean }
   | { kind: 'deleteLink'; link: number; force: boolean }
-  | { kind: 'click'; link: number; visitor: number };
+  | { kind: 'click'; link: number; visitor: number }
+  | { kind: 'plan'; type: 'percentage' | 'flat'; amountCents: number; durationMonths: number | null; maxSales: number | null; holdDays: number; minimumCents: number }
+  | { kind: 'runPayouts'; affiliate: number | null }
+  | { kind: 'markPayout'; payout: number; status: 'paid' | 'failed' }
+  | { kind: 'advance'; days: number };
 
 const index = fc.nat({ max: 50 });
 const cents = fc.integer({ min: 0, max: 1_000_000 });
@@ -47,10 +54,35 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('deleteAffiliate' as const), affiliate: index, force: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('deleteLink' as const), link: index, force: fc.boolean() }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('click' as const), link: index, visitor: fc.nat({ max: 3 }) }), weight: 4 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('plan' as const),
+      type: fc.constantFrom('percentage' as const, 'flat' as const),
+      amountCents: fc.integer({ min: 1, max: 5_000 }),
+      durationMonths: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+      maxSales: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+      holdDays: fc.constantFrom(0, 1, 30),
+      minimumCents: fc.constantFrom(0, 100, 10_000),
+    }),
+    weight: 1,
+  },
+  { arbitrary: fc.record({ kind: fc.constant('runPayouts' as const), affiliate: fc.option(index, { nil: null }) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('markPayout' as const), payout: index, status: fc.constantFrom('paid' as const, 'failed' as const) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('advance' as const), days: fc.constantFrom(1, 15, 40) }), weight: 2 },
 );
 
 /** Steps of one to three requests; the requests of a step run at the same time. */
 const steps = fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 25 });
+const PREAMBLE: Op[] = [
+  { kind: 'affiliate', rate: null },
+  { kind: 'affiliate', rate: 12.5 },
+  { kind: 'affiliate', rate: 33.3333 },
+  ...[0, 1, 2, 0].map((affiliate) => ({ kind: 'referral' as const, affiliate, viaLink: affiliate === 1 })),
+  ...[0, 1, 2, 3, 0, 1].map((referral, i) => ({ kind: 'sale' as const, referral, cents: 1999 + i * 10_001, rate: null })),
+];
+
+/** The hold a run starts with: mostly none, so payouts happen within a run's few steps. */
+const startingHold = fc.constantFrom(0, 0, 1, 30);
 
 /** What a run has made so far, by position. */
 interface Made {
@@ -60,7 +92,11 @@ interface Made {
   links: { id: string; link: string }[];
   referrals: string[];
   sales: number[];
+  payouts: string[];
 }
+
+/** The servers' clock, which `advance` moves (holds end, plans' months pass). */
+let now = new Date('2026-11-01T12:00:00.000Z');
 
 let addresses = 0;
 const nextAddress = () => `10.${(++addresses >> 16) & 255}.${(addresses >> 8) & 255}.${addresses & 255}`;
@@ -70,6 +106,30 @@ const money = (c: number) => c / 100;
 
 async function run(t: TestServer, api: ApiClient, made: Made, o: Op): Promise<ApiResponse | undefined> {
   switch (o.kind) {
+    case 'plan': {
+      await updateProgramSettings(rawDb(t), api.programId, {
+        commissionType: o.type,
+        commissionAmount: money(o.amountCents),
+        durationMonths: o.durationMonths,
+        maxSalesPerCustomer: o.maxSales,
+        holdDays: o.holdDays,
+        minimumPayout: money(o.minimumCents),
+      });
+      return undefined;
+    }
+    case 'advance':
+      now = new Date(now.getTime() + o.days * 86_400_000);
+      return undefined;
+    case 'runPayouts': {
+      const a = o.affiliate === null ? undefined : pick(made.affiliates, o.affiliate);
+      const res = await api.post('/payouts', a === undefined ? {} : { affiliateId: a.id });
+      if (res.status === 201) made.payouts.push(...res.body.map((p: { id: string }) => p.id));
+      return res;
+    }
+    case 'markPayout': {
+      const p = pick(made.payouts, o.payout);
+      return p === undefined ? undefined : api.put('/payouts', { payoutId: p, status: o.status });
+    }
     case 'click': {
       const l = pick(made.links, o.link);
       if (!l) return undefined;
@@ -161,22 +221,27 @@ describe('counters under random mixes of changes', () => {
   before(async () => {
     // Clicks come "through a proxy" from many addresses, so the per-address click limit does
     // not end the run (it has its own test).
-    t = await startTestServer({ rateLimitPerMinute: 0, trustProxy: ['127.0.0.1'] });
+    // Raw click rows are kept for the whole run (the clock moves by months): the recount reads them.
+    t = await startTestServer({ rateLimitPerMinute: 0, trustProxy: ['127.0.0.1'], clickRetentionDays: 3650 }, { clock: () => now });
   });
   after(() => t?.close());
 
-  it('every counter equals a recount of the rows, and no request answers 5xx' + raceNote, async () => {
+  it('after every step every counter equals a recount of the rows, the ledger adds up to the counters and payouts, and no request answers 5xx' + raceNote, async () => {
     await fc.assert(
-      fc.asyncProperty(steps, async (plan) => {
+      fc.asyncProperty(startingHold, steps, async (holdDays, plan) => {
         const api = await t.createTenant();
-        const made: Made = { domain: (await api.get('/me')).body.domain, affiliates: [], links: [], referrals: [], sales: [] };
+        await updateProgramSettings(rawDb(t), api.programId, { holdDays });
+        const made: Made = { domain: (await api.get('/me')).body.domain, affiliates: [], links: [], referrals: [], sales: [], payouts: [] };
+        // A program with something to pay from the first step: three affiliates, their customers and sales.
+        for (const o of PREAMBLE) await run(t, api, made, o);
         for (const step of plan) {
           const answers = await Promise.all(step.map((o) => run(t, api, made, o)));
           for (const [i, res] of answers.entries()) {
             if (res) assert.ok(res.status < 500, `${step[i]!.kind} answered ${res.status}: ${JSON.stringify(res.body)}`);
           }
+          await assertCountersMatchRows(rawDb(t), api.programId);
+          await assertLedgerMatchesCounters(rawDb(t), api.programId);
         }
-        await assertCountersMatchRows(rawDb(t), api.programId);
       }),
       { seed: Number(process.env.PROPERTY_SEED ?? 20261123), numRuns: Number(process.env.PROPERTY_RUNS ?? 25), endOnFailure: true },
     );

@@ -76,3 +76,58 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     assert.ok((s.refunded_commission as number) <= (s.commission as number), `sale ${s.id} took back no more commission than it paid`);
   }
 }
+
+/**
+ * The ledger's invariants (CONTRACT "Commission plans and the ledger", "Payouts"): a sale's
+ * entries add up to its net commission (a voided sale's to 0); an affiliate's to its
+ * totalCommissionEarned; a pending or paid payout holds entries adding up to its frozen amount
+ * (a failed one none); paid entries are exactly the entries of paid payouts.
+ */
+export async function assertLedgerMatchesCounters(db: Db, programId: string): Promise<void> {
+  const entries = await db.selectFrom('commission_entries').select(['id', 'affiliate_id', 'sale_id', 'payout_id', 'amount', 'paid_at', 'due_at']).where('program_id', '=', programId).execute();
+  const sumBy = (key: (e: (typeof entries)[number]) => string | null) => {
+    const sums = new Map<string, { amount: number; count: number }>();
+    for (const e of entries) {
+      const k = key(e);
+      if (k === null) continue;
+      const s = sums.get(k) ?? { amount: 0, count: 0 };
+      s.amount += Number(e.amount);
+      s.count += 1;
+      sums.set(k, s);
+    }
+    return sums;
+  };
+
+  const bySale = sumBy((e) => (e.sale_id === null ? null : String(e.sale_id)));
+  const sales = await db.selectFrom('sales').select(['id', 'commission', 'refunded_commission']).where('program_id', '=', programId).execute();
+  const saleIds = new Set(sales.map((s) => String(s.id)));
+  for (const s of sales) {
+    assert.equal(bySale.get(String(s.id))?.amount ?? 0, Number(s.commission) - Number(s.refunded_commission), `sale ${s.id}: its entries add up to its net commission`);
+    assert.ok(bySale.has(String(s.id)), `sale ${s.id} has its sale entry`);
+  }
+  for (const [saleId, s] of bySale) if (!saleIds.has(saleId)) assert.equal(s.amount, 0, `voided sale ${saleId}: its entries add up to 0`);
+
+  const byAffiliate = sumBy((e) => e.affiliate_id);
+  const affiliates = await db.selectFrom('affiliates').select(['id', 'total_commission_earned']).where('program_id', '=', programId).execute();
+  for (const a of affiliates) {
+    assert.equal(byAffiliate.get(a.id)?.amount ?? 0, Number(a.total_commission_earned), `affiliate ${a.id}: its entries add up to totalCommissionEarned`);
+  }
+
+  const byPayout = sumBy((e) => e.payout_id);
+  const payouts = await db.selectFrom('payouts').select(['id', 'amount', 'entry_count', 'status', 'affiliate_id']).where('program_id', '=', programId).execute();
+  const payoutIds = new Set(payouts.map((p) => p.id));
+  for (const p of payouts) {
+    const held = byPayout.get(p.id) ?? { amount: 0, count: 0 };
+    if (p.status === 'failed') {
+      assert.equal(held.count, 0, `failed payout ${p.id} holds no entries`);
+    } else {
+      assert.deepEqual([held.amount, held.count], [Number(p.amount), Number(p.entry_count)], `payout ${p.id}: its entries add up to its frozen amount`);
+      assert.ok(Number(p.amount) > 0, `payout ${p.id} pays a positive amount`);
+    }
+  }
+  const paidPayouts = new Set(payouts.filter((p) => p.status === 'paid').map((p) => p.id));
+  for (const e of entries) {
+    if (e.payout_id !== null) assert.ok(payoutIds.has(e.payout_id), `entry ${e.id} is in a payout that exists`);
+    assert.equal(e.paid_at !== null, e.payout_id !== null && paidPayouts.has(e.payout_id), `entry ${e.id} is paid exactly when its payout is`);
+  }
+}

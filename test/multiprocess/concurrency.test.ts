@@ -12,6 +12,8 @@ import { apiClient, type ApiClient, type ApiResponse } from '../helpers/test-ser
 import { runTandem, seedTenant, startServerProcesses, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts';
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
+import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 
 const PROCESSES = 2;
 
@@ -271,5 +273,34 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     } finally {
       await fresh.drop();
     }
+  });
+
+  it('(g) payout runs on both processes at once, racing refunds: no entry in two payouts, every payout is the sum of its entries, nothing lost', async () => {
+    // No hold: every sale is due at once. The change reaches the processes' token caches (NOTIFY).
+    await updateProgramSettings(db(), tenant.programId, { holdDays: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const affiliates = await Promise.all(Array.from({ length: 10 }, (_, i) => createAffiliate(i)));
+    const sales: number[] = [];
+    for (const [i, affiliate] of affiliates.entries()) {
+      for (let n = 0; n < 4; n++) {
+        const sale = await created<{ id: number }>(await via(i + n).post('/sales', { referralId: affiliate.id, email: uniqueEmail('payee'), name: 'Payee', totalEarned: 50 + n }));
+        sales.push(sale.id);
+      }
+    }
+    const runs = Array.from({ length: 8 }, (_, i) => attempt(via(i), 'POST', '/payouts', {}));
+    const refunds = sales.filter((_, i) => i % 2 === 0).map((id, i) => attempt(via(i + 1), 'POST', '/sales/refund', { saleId: id, amount: 10 }));
+    const outcomes = await Promise.all([...runs, ...refunds]);
+    assertNo500(outcomes);
+    await assertLedgerMatchesCounters(db(), tenant.programId);
+    const made = await db().selectFrom('payouts').select(['affiliate_id']).where('program_id', '=', tenant.programId).where('status', '=', 'pending').execute();
+    // Refunds only take money back, so one payout per affiliate: eight runs at once made no second one.
+    assert.deepEqual(made.map((p) => p.affiliate_id).sort(), affiliates.map((a) => a.id).sort(), 'exactly one payout per affiliate');
+
+    // Whatever a refund took back after its sale went into a payout is due and comes off the next one; nothing is lost.
+    const open = await sql<{ n: string | number; total: string | number | null }>`
+      select count(*) as n, sum(amount) as total from commission_entries where program_id = ${tenant.programId} and payout_id is null`.execute(db());
+    const ledger = await sql<{ total: string | number }>`select sum(amount) as total from commission_entries where program_id = ${tenant.programId}`.execute(db());
+    const paidOut = await sql<{ total: string | number }>`select sum(amount) as total from payouts where program_id = ${tenant.programId} and status = 'pending'`.execute(db());
+    assert.equal(Number(paidOut.rows[0]!.total) + Number(open.rows[0]!.total ?? 0), Number(ledger.rows[0]!.total), 'payouts + entries outside them = the whole ledger');
   });
 });
