@@ -26,6 +26,7 @@ const NAV = [
   ['affiliates', 'Affiliates', '/affiliates'],
   ['referrals', 'Referrals', '/referrals'],
   ['sales', 'Sales', '/sales'],
+  ['payouts', 'Payouts', '/payouts'],
   ['coupons', 'Coupons & codes', '/coupons'],
   ['keys', 'API keys', '/keys'],
   ['apps', 'Connected apps', '/apps'],

@@ -6,7 +6,7 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import type { CommissionEntry, CommissionsQuery } from './commission.schema.ts';
 
 type EntryStatus = 'pending' | 'due' | 'paid';
-import { affiliateBalance, listEntries, type AffiliateBalance, type EntryRow } from './ledger.repository.ts';
+import { ledgerBalance, listEntries, type EntryRow, type LedgerBalance } from './ledger.repository.ts';
 
 /** An entry's status at `now`: paid with its payout, else due once the hold has passed. */
 export function entryStatus(row: Pick<EntryRow, 'paid_at' | 'due_at'>, now: Date): EntryStatus {
@@ -35,12 +35,13 @@ export function getEntryPage(db: Db, program: ProgramContext, query: Omit<Commis
   return listEntries(db, program.id, { ...filter, status: status === undefined ? undefined : { is: status as EntryStatus, now: now.toISOString() } }, page);
 }
 
-/** pending, due and paid commission of an affiliate at the program's "now", in major units. */
-export async function getAffiliateBalance(db: Db, program: ProgramContext, affiliateId: string): Promise<AffiliateBalance> {
-  const minor = await affiliateBalance(db, program.id, affiliateId, program.clock().toISOString());
+/** Pending, due and paid commission of the program, or of one affiliate, at the program's "now", in major units. */
+export async function getLedgerBalance(db: Db, program: ProgramContext, affiliateId?: string): Promise<LedgerBalance> {
+  const minor = await ledgerBalance(db, program.id, program.clock().toISOString(), affiliateId);
   return {
     pending: fromMinorUnits(minor.pending, program.currency),
     due: fromMinorUnits(minor.due, program.currency),
+    dueOutsidePayouts: fromMinorUnits(minor.dueOutsidePayouts, program.currency),
     paid: fromMinorUnits(minor.paid, program.currency),
   };
 }

@@ -141,25 +141,28 @@ export function listEntries(db: Db, programId: string, filter: EntryFilter, page
   return pageQuery(q, 'e', page).execute();
 }
 
-export interface AffiliateBalance {
+export interface LedgerBalance {
   /** Sum of the entries in their hold. */
   pending: number;
   /** Past the hold, not paid (in a pending payout or not). */
   due: number;
+  /** The part of `due` in no payout: what the next run pays (or, when negative, the balance carried). */
+  dueOutsidePayouts: number;
   paid: number;
 }
 
-/** An affiliate's ledger in three sums at `now` (minor units). */
-export async function affiliateBalance(db: Db | Tx, programId: string, affiliateId: string, now: string): Promise<AffiliateBalance> {
-  const row = await db
+/** A program's ledger, or one affiliate's, in sums at `now` (minor units). */
+export async function ledgerBalance(db: Db | Tx, programId: string, now: string, affiliateId?: string): Promise<LedgerBalance> {
+  let q = db
     .selectFrom('commission_entries')
     .select([
       sql<number | string>`coalesce(sum(case when paid_at is null and due_at > ${now} then amount else 0 end), 0)`.as('pending'),
       sql<number | string>`coalesce(sum(case when paid_at is null and due_at <= ${now} then amount else 0 end), 0)`.as('due'),
+      sql<number | string>`coalesce(sum(case when paid_at is null and due_at <= ${now} and payout_id is null then amount else 0 end), 0)`.as('open'),
       sql<number | string>`coalesce(sum(case when paid_at is not null then amount else 0 end), 0)`.as('paid'),
     ])
-    .where('program_id', '=', programId)
-    .where('affiliate_id', '=', affiliateId)
-    .executeTakeFirstOrThrow();
-  return { pending: Number(row.pending), due: Number(row.due), paid: Number(row.paid) };
+    .where('program_id', '=', programId);
+  if (affiliateId !== undefined) q = q.where('affiliate_id', '=', affiliateId);
+  const row = await q.executeTakeFirstOrThrow();
+  return { pending: Number(row.pending), due: Number(row.due), dueOutsidePayouts: Number(row.open), paid: Number(row.paid) };
 }

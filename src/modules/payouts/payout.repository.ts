@@ -66,12 +66,14 @@ export async function assignEntries(tx: Tx, programId: string, payoutId: string,
 }
 
 export interface PayoutFilter {
+  id?: string;
   affiliateId?: string;
   status?: PayoutRow['status'];
 }
 
 function selectPayouts(db: Db | Tx, programId: string, filter: PayoutFilter) {
   let q = db.selectFrom('payouts as p').selectAll('p').where('p.program_id', '=', programId);
+  if (filter.id !== undefined) q = q.where('p.id', '=', filter.id);
   if (filter.affiliateId !== undefined) q = q.where('p.affiliate_id', '=', filter.affiliateId);
   if (filter.status !== undefined) q = q.where('p.status', '=', filter.status);
   return q;

@@ -12,6 +12,9 @@ import { serializeCodes } from '../../modules/coupons/promotional-code.serialize
 import { getReferralPage } from '../../modules/referrals/referral.service.ts';
 import { getSalePage } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';
+import { getLedgerBalance } from '../../modules/ledger/commission.service.ts';
+import { getPayoutPage, serializePayout } from '../../modules/payouts/payout.service.ts';
+import { payoutTable } from './payouts.routes.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
 import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
@@ -165,12 +168,15 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     const { context, base, program } = currentProgram(request);
     const { affiliateId } = request.params as { affiliateId: string };
     const affiliate = await getAffiliateProfile(db, context, affiliateId);
-    const [links, referrals, sales, codeRows] = await Promise.all([
+    const [links, referrals, sales, codeRows, balance, payoutRows] = await Promise.all([
       getAffiliateLinks(db, context, affiliate),
       getReferralPage(db, context, { affiliateId }, { limit: RECENT }),
       getSalePage(db, context, { affiliateId }, { limit: RECENT }),
       getPromotionalCodePage(db, context, { affiliateId }, { limit: RECENT }),
+      getLedgerBalance(db, context, affiliateId),
+      getPayoutPage(db, context, { affiliateId }, { limit: RECENT }),
     ]);
+    const money = (amount: number) => formatAmount(amount, program.currency);
     const codes = await serializeCodes(db, context, codeRows.slice(0, RECENT));
     const name = `${affiliate.firstName} ${affiliate.lastName}`;
     const active = affiliate.status === 'active';
@@ -192,7 +198,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
           <dt>Status</dt><dd>${statusBadge(active)}</dd>
           <dt>E-mail</dt><dd>${affiliate.email}</dd>
           <dt>Commission rate</dt><dd>${formatRate(affiliate.commissionRate)}${affiliate.ownCommissionRate === null ? html` <span class="muted">(program default)</span>` : ''}</dd>
-          <dt>Commission earned</dt><dd>${formatAmount(affiliate.totalCommissionEarned, program.currency)}</dd>
+          <dt>Commission earned</dt><dd data-stat="earned">${money(affiliate.totalCommissionEarned)} <span class="muted">(all time, net of refunds)</span></dd>
           <dt>Clicks</dt><dd data-stat="clicks">${formatCount(affiliate.numberOfClicks)}</dd>
           <dt>Referred customers</dt><dd data-stat="referrals">${formatCount(affiliate.numberOfReferredUsers)}</dd>
           <dt>Conversion rate</dt><dd><span data-stat="conversion">${formatConversion(affiliate.numberOfReferredUsers, affiliate.numberOfClicks)}</span> <span class="muted">(referred customers ÷ clicks)</span></dd>
@@ -200,6 +206,16 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
           <dt>Joined</dt><dd>${formatTime(affiliate.createdAt)}</dd>
           <dt>Id</dt><dd><code>${affiliate.id}</code></dd>
         </dl>
+      </section>
+
+      <section class="card" aria-labelledby="balance"><h2 id="balance">Commission balance</h2>
+        <dl class="details">
+          <dt>In the hold</dt><dd data-stat="pending">${money(balance.pending)}</dd>
+          <dt>Due</dt><dd data-stat="due">${money(balance.due)}${balance.due !== balance.dueOutsidePayouts ? html` <span class="muted">(${money(balance.due - balance.dueOutsidePayouts)} in a pending payout)</span>` : ''}</dd>
+          <dt>Paid</dt><dd data-stat="paid">${money(balance.paid)}</dd>
+          ${balance.dueOutsidePayouts < 0 ? html`<dt>Negative balance carried</dt><dd data-stat="carried">${money(balance.dueOutsidePayouts)} <span class="muted">(refunds after payment; taken off the next payout)</span></dd>` : ''}
+        </dl>
+        <p><a href="${base}/payouts">Payouts →</a></p>
       </section>
 
       <h2 id="links">Links</h2>
@@ -224,6 +240,9 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       <h2>Sales</h2>
       ${sales.length === 0 ? html`<p class="empty">No sales yet.</p>` : saleTable(sales.slice(0, RECENT), null, base, program.currency)}
       <p><a href="${base}/sales?affiliate=${affiliate.id}">${sales.length > RECENT ? 'All sales of this affiliate →' : 'Filter sales by date →'}</a></p>
+
+      <h2>Payouts</h2>
+      ${payoutRows.length === 0 ? html`<p class="empty">No payouts yet.</p>` : payoutTable(payoutRows.slice(0, RECENT).map(serializePayout), base, false)}
 
       <h2>Promotional codes</h2>
       ${codes.length === 0

@@ -14,6 +14,7 @@ import { couponRoutes } from './coupons.routes.ts';
 import { apiKeyRoutes } from './keys.routes.ts';
 import { connectedAppRoutes } from './apps.routes.ts';
 import { settingsRoutes } from './settings.routes.ts';
+import { payoutDashboardRoutes } from './payouts.routes.ts';
 import { webhookDashboardRoutes } from './webhooks.routes.ts';
 
 // The merchant's dashboard, server-rendered. The checks every page needs run here, as hooks,
@@ -67,7 +68,7 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
         if (!row) throw notFound('Program');
         request.dashboardProgram = { program: serializeProgram(row), context: toProgramContext(row, services.clock), base: `/dashboard/programs/${row.id}` };
       });
-      for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
+      for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, payoutDashboardRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
         await scope.register(routes, services);
       }
     },

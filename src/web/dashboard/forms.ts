@@ -98,8 +98,9 @@ export function formErrorsOf(error: unknown, fieldNames: Record<string, string> 
   const fields: Record<string, string> = {};
   const unplaced: string[] = [];
   for (const e of error.errors ?? []) {
-    const name = e.pointer.replace(/^#\/?/, '').split('/')[0] ?? '';
-    const mapped = fieldNames[name] ?? name;
+    const path = e.pointer.replace(/^#\/?/, '');
+    const name = path.split('/')[0] ?? '';
+    const mapped = fieldNames[path] ?? fieldNames[name] ?? name;
     if (mapped && !(mapped in fields)) fields[mapped] = sentence(readable(e.detail));
     else if (!mapped) unplaced.push(sentence(readable(e.detail)));
   }

@@ -42,13 +42,14 @@ export function programFormValues(program: Program): FormValues {
   };
 }
 
-export function programFields(values: FormValues, errors: FormErrors): SafeHtml {
+/** The program's fields; the Settings page leaves out the rate, which its commission plan form edits. */
+export function programFields(values: FormValues, errors: FormErrors, options: { withRate?: boolean } = {}): SafeHtml {
   return html`<div class="form-grid">
     ${textField({ label: 'Name', name: 'name', value: values.name, required: true, help: 'Your product or company, as affiliates see it.' }, errors)}
     ${textField({ label: 'Domain', name: 'domain', value: values.domain, required: true, help: 'The site customers buy on, such as example.com.', autocomplete: 'off' }, errors)}
     ${textField({ label: 'Logo URL', name: 'logoUrl', type: 'url', value: values.logoUrl, help: 'Optional. An https:// image shown next to the name.' }, errors)}
     ${textField({ label: 'Currency', name: 'currency', value: values.currency ?? 'USD', help: 'ISO 4217 code of your sales, such as USD or EUR.' }, errors)}
-    ${textField({ label: 'Default commission rate (%)', name: 'commissionRate', type: 'number', value: values.commissionRate ?? '20', help: 'Affiliates without their own rate earn this share of each sale.', attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, errors)}
+    ${options.withRate === false ? '' : textField({ label: 'Default commission rate (%)', name: 'commissionRate', type: 'number', value: values.commissionRate ?? '20', help: 'Affiliates without their own rate earn this share of each sale.', attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, errors)}
     ${textField({ label: 'Referral query parameter', name: 'referralParam', value: values.referralParam ?? DEFAULT_REFERRAL_PARAM, help: `Links look like https://example.com/?${DEFAULT_REFERRAL_PARAM}=jane.` }, errors)}
     ${textField({ label: 'Cookie window (days)', name: 'cookieDays', type: 'number', value: values.cookieDays ?? String(DEFAULT_COOKIE_DAYS), help: 'How long a visitor who clicked a link stays credited to its affiliate (1 to 400).', attrs: html`min="1" max="400" step="1" inputmode="numeric"` }, errors)}
     ${selectField({ label: 'When a visitor clicks several links', name: 'attribution', value: values.attribution ?? 'last', options: [['last', 'The last click wins'], ['first', 'The first click wins']] }, errors)}

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
-import { updateProgram } from '../../modules/programs/program.service.ts';
+import { MAX_HOLD_DAYS, updateProgram, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
 import { html } from '../html.ts';
 import { csrfField, postButton, renderPage } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, redirectDone, sendPage } from './dashboard-page.ts';
-import { formErrorsOf, noErrors, optionalText, readForm, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, selectField, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { programFields, programFormValues, programInputOf } from './programs.routes.ts';
 
 // Settings: the program's own fields, and the integrations (automation tools) this Tandem
@@ -15,11 +15,49 @@ import { programFields, programFormValues, programInputOf } from './programs.rou
 
 const DONE = {
   saved: 'Program saved.',
+  'plan-saved': 'Commission plan saved. It applies to sales recorded from now on; recorded sales keep their commission.',
   'integration-added': 'Integration added. Its users can now connect it to their programs.',
   'integration-removed': 'Integration removed. Tokens it already issued keep working until revoked under Connected apps.',
 };
 
-type Section = 'program' | 'integration';
+type Section = 'program' | 'plan' | 'integration';
+
+/** The plan form's errors come back with the API's pointers (#/commission/holdDays): each goes beside its field. */
+const PLAN_FIELDS = {
+  'commission/type': 'commissionType',
+  'commission/amount': 'commissionAmount',
+  'commission/durationMonths': 'durationMonths',
+  'commission/maxSalesPerCustomer': 'maxSalesPerCustomer',
+  'commission/holdDays': 'holdDays',
+  'commission/minimumPayout': 'minimumPayout',
+};
+
+function planFormValues(program: Program): FormValues {
+  const plan = program.commission;
+  return {
+    commissionType: plan.type,
+    commissionRate: String(plan.rate),
+    commissionAmount: String(plan.amount),
+    durationMonths: plan.durationMonths === null ? '' : String(plan.durationMonths),
+    maxSalesPerCustomer: plan.maxSalesPerCustomer === null ? '' : String(plan.maxSalesPerCustomer),
+    holdDays: String(plan.holdDays),
+    minimumPayout: String(plan.minimumPayout),
+  };
+}
+
+/** The plan form as ProgramInput; text that is not a number is passed on, so the service's check names the field. */
+function planInputOf(form: FormValues): Partial<Omit<ProgramInput, 'ownerUserId'>> {
+  const count = (value: string | undefined) => (optionalText(value) === undefined ? null : (optionalNumber(value) as number));
+  return {
+    commissionType: form.commissionType ?? '',
+    commissionRate: optionalNumber(form.commissionRate) as number | undefined,
+    commissionAmount: (optionalNumber(form.commissionAmount) ?? 0) as number,
+    durationMonths: count(form.durationMonths),
+    maxSalesPerCustomer: count(form.maxSalesPerCustomer),
+    holdDays: optionalNumber(form.holdDays) as number | undefined,
+    minimumPayout: (optionalNumber(form.minimumPayout) ?? 0) as number,
+  };
+}
 
 export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   async function settingsPage(request: FastifyRequest, reply: FastifyReply, failed?: { section: Section; values: FormValues; errors: FormErrors }) {
@@ -27,6 +65,8 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const operator = await isOperator(db, currentUser(request).id);
     const integrations = await listIntegrations(db);
     const programErrors = failed?.section === 'program' ? failed.errors : noErrors;
+    const planErrors = failed?.section === 'plan' ? failed.errors : noErrors;
+    const planValues = failed?.section === 'plan' ? failed.values : planFormValues(program);
     const integrationErrors = failed?.section === 'integration' ? failed.errors : noErrors;
     const integrationValues = failed?.section === 'integration' ? failed.values : {};
 
@@ -37,10 +77,29 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
         ${programErrors.message ? html`<p class="error" role="alert">${programErrors.message}</p>` : ''}
         <form method="post" action="${base}/settings" novalidate>
           ${csrfField(request.session!)}
-          ${programFields(failed?.section === 'program' ? failed.values : programFormValues(program), programErrors)}
+          ${programFields(failed?.section === 'program' ? failed.values : programFormValues(program), programErrors, { withRate: false })}
           <div class="actions"><button type="submit">Save program</button></div>
         </form>
         <p class="muted">Program id: <code>${program.id}</code></p>
+      </section>
+
+      <section class="card" aria-labelledby="commission-plan">
+        <h2 id="commission-plan">Commission plan</h2>
+        <p class="muted">What new sales earn. A sale keeps the rule it was recorded under: changing the plan rewrites no recorded commission.</p>
+        ${planErrors.message ? html`<p class="error" role="alert">${planErrors.message}</p>` : ''}
+        <form method="post" action="${base}/settings/plan" novalidate>
+          ${csrfField(request.session!)}
+          <div class="form-grid">
+            ${selectField({ label: 'Commission', name: 'commissionType', value: planValues.commissionType, options: [['percentage', 'A percentage of each sale'], ['flat', 'A flat amount per sale']] }, planErrors)}
+            ${textField({ label: 'Percentage (%)', name: 'commissionRate', type: 'number', value: planValues.commissionRate, help: "For a percentage plan; an affiliate's own rate wins.", attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, planErrors)}
+            ${textField({ label: `Flat amount (${program.currency})`, name: 'commissionAmount', type: 'number', value: planValues.commissionAmount, help: 'For a flat plan: paid per sale, never more than the sale.', attrs: html`min="0" step="any" inputmode="decimal"` }, planErrors)}
+            ${textField({ label: 'Months that earn', name: 'durationMonths', type: 'number', value: planValues.durationMonths, help: "Sales within this many months of the customer's referral earn. Empty: forever.", attrs: html`min="1" max="120" step="1" inputmode="numeric"` }, planErrors)}
+            ${textField({ label: 'Sales per customer that earn', name: 'maxSalesPerCustomer', type: 'number', value: planValues.maxSalesPerCustomer, help: "A customer's first this-many sales earn. Empty: all.", attrs: html`min="1" step="1" inputmode="numeric"` }, planErrors)}
+            ${textField({ label: 'Hold (days)', name: 'holdDays', type: 'number', value: planValues.holdDays, help: `How long a commission waits for refunds before it can be paid (0 to ${MAX_HOLD_DAYS}).`, attrs: html`min="0" max="${MAX_HOLD_DAYS}" step="1" inputmode="numeric"` }, planErrors)}
+            ${textField({ label: `Minimum payout (${program.currency})`, name: 'minimumPayout', type: 'number', value: planValues.minimumPayout, help: 'A payout run pays balances of at least this much; smaller ones wait.', attrs: html`min="0" step="any" inputmode="decimal"` }, planErrors)}
+          </div>
+          <div class="actions"><button type="submit">Save plan</button></div>
+        </form>
       </section>
 
       <section class="card" aria-labelledby="tracking">
@@ -110,6 +169,17 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       return redirectDone(reply, `${base}/settings`, 'saved');
     } catch (error) {
       return settingsPage(request, reply, { section: 'program', values: form, errors: formErrorsOf(error) });
+    }
+  });
+
+  app.post('/settings/plan', async (request, reply) => {
+    const { program, base } = currentProgram(request);
+    const form = readForm(request);
+    try {
+      await updateProgram(db, currentUser(request).id, program.id, planInputOf(form) as Omit<ProgramInput, 'ownerUserId'>, clock);
+      return redirectDone(reply, `${base}/settings#commission-plan`, 'plan-saved');
+    } catch (error) {
+      return settingsPage(request, reply, { section: 'plan', values: form, errors: formErrorsOf(error, PLAN_FIELDS) });
     }
   });
 
