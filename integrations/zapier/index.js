@@ -9,7 +9,7 @@ const { version } = require('./package.json');
 const { version: platformVersion } = require('zapier-platform-core');
 const authentication = require('./authentication');
 const { addBearerToken, throwForTandemErrors } = require('./lib/tandem');
-const { newSale, newReferral, newAffiliate } = require('./triggers');
+const { newSale, newReferral, newAffiliate, payoutPaid } = require('./triggers');
 const { createAffiliate, createReferral, createSale, updatePromotionalCode } = require('./creates');
 const { findAffiliate, findPromotionalCode } = require('./searches');
 
@@ -23,7 +23,7 @@ module.exports = {
   beforeRequest: [addBearerToken],
   afterResponse: [throwForTandemErrors],
 
-  triggers: byKey(newSale, newReferral, newAffiliate),
+  triggers: byKey(newSale, newReferral, newAffiliate, payoutPaid),
   creates: byKey(createAffiliate, createReferral, createSale, updatePromotionalCode),
   searches: byKey(findAffiliate, findPromotionalCode),
   searchOrCreates: {

@@ -58,6 +58,20 @@ const sale = {
   commission: 10,
 };
 
+const payout = {
+  id: '2d5c8e1f-7a3b-4c6d-9e0f-1a2b3c4d5e6f',
+  affiliateId: AFFILIATE_ID,
+  affiliate: { id: AFFILIATE_ID, firstName: 'Jane', lastName: 'Doe', email: 'jane@example.com', payoutEmail: 'jane@example.com', paymentMethod: 'paypal' },
+  amount: 120.5,
+  currency: 'USD',
+  status: 'paid',
+  entryCount: 7,
+  createdAt: '2026-12-01T09:00:00.000Z',
+  paidAt: '2026-12-02T10:30:00.000Z',
+  method: 'paypal',
+  reference: '5TY05013RG002845M',
+};
+
 const coupon = {
   id: COUPON_ID,
   name: 'Ten off',
@@ -145,6 +159,22 @@ const outputFields = {
     { key: 'status', label: 'Status' },
     { key: 'createdAt', label: 'Created At', type: 'datetime' },
   ],
+  payout: [
+    { key: 'id', label: 'Payout ID' },
+    { key: 'affiliateId', label: 'Affiliate ID' },
+    { key: 'affiliate__firstName', label: 'Affiliate First Name' },
+    { key: 'affiliate__lastName', label: 'Affiliate Last Name' },
+    { key: 'affiliate__email', label: 'Affiliate Email' },
+    { key: 'affiliate__payoutEmail', label: 'Payout Email' },
+    { key: 'amount', label: 'Amount', type: 'number' },
+    { key: 'currency', label: 'Currency' },
+    { key: 'status', label: 'Status' },
+    { key: 'entryCount', label: 'Commission Entries', type: 'integer' },
+    { key: 'paidAt', label: 'Paid At', type: 'datetime' },
+    { key: 'method', label: 'Method' },
+    { key: 'reference', label: 'Reference' },
+    { key: 'createdAt', label: 'Created At', type: 'datetime' },
+  ],
   promotionalCode: [
     { key: 'id', label: 'Promotional Code ID' },
     { key: 'code', label: 'Code' },
@@ -172,4 +202,4 @@ const outputFields = {
   ],
 };
 
-module.exports = { samples: { affiliate, referral, sale, promotionalCode }, outputFields };
+module.exports = { samples: { affiliate, referral, sale, promotionalCode, payout }, outputFields };

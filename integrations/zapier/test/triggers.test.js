@@ -44,13 +44,16 @@ async function makeActivity() {
   const affiliate = await api.post('/affiliates', { firstName: 'Jane', lastName: `Doe${counter}`, email: `jane${counter}@example.com` });
   const referral = await api.post('/referrals', { name: 'Sam Lee', email: `sam${counter}@example.org`, referredUserExternalId: `cus_${counter}`, affiliateId: affiliate.id });
   const sale = await api.post('/sales', { email: referral.email, totalEarned: 49.99, externalInvoiceId: `in_${counter}` });
-  return { affiliate, referral, sale };
+  const [made] = await api.post('/payouts', { affiliateId: affiliate.id });
+  const payout = await api.put('/payouts', { payoutId: made.id, status: 'paid', method: 'paypal', reference: `PP-${counter}` });
+  return { affiliate, referral, sale, payout };
 }
 
 const cases = [
   { key: 'new_sale', event: 'sale.created', resource: 'sale', list: '/sales' },
   { key: 'new_referral', event: 'referral.created', resource: 'referral', list: '/referrals' },
   { key: 'new_affiliate', event: 'affiliate.created', resource: 'affiliate', list: '/affiliates' },
+  { key: 'payout_paid', event: 'payout.paid', resource: 'payout', list: '/payouts?status=paid' },
 ];
 
 describe('REST-hook triggers', () => {
@@ -97,7 +100,7 @@ describe('REST-hook triggers', () => {
       // The newest first, with the same fields as perform's (an affiliate's counters have moved on since).
       assert.equal(recent[0].id, created.id);
       assert.deepEqual(Object.keys(recent[0]).sort(), Object.keys(results[0]).sort());
-      assert.deepEqual(recent, await api.get(`${list}?limit=3`));
+      assert.deepEqual(recent, await api.get(`${list}${list.includes('?') ? '&' : '?'}limit=3`));
 
       // Turning the Zap off.
       await appTester(trigger.performUnsubscribe, { authData: authData(), subscribeData, targetUrl });

@@ -38,4 +38,16 @@ const newAffiliate = makeRestHookTrigger({
   outputFields: outputFields.affiliate,
 });
 
-module.exports = { newSale, newReferral, newAffiliate };
+const payoutPaid = makeRestHookTrigger({
+  key: 'payout_paid',
+  noun: 'Payout',
+  label: 'Payout Paid',
+  description: 'Triggers when a payout to an affiliate is marked paid in your Tandem program (to thank them, or to book it).',
+  event: 'payout.paid',
+  listPath: '/payouts',
+  listParams: { status: 'paid' },
+  sample: samples.payout,
+  outputFields: outputFields.payout,
+});
+
+module.exports = { newSale, newReferral, newAffiliate, payoutPaid };

@@ -9,7 +9,7 @@ const { apiUrl, requestAllowing } = require('../lib/tandem');
 // POSTs each event as {id, type, timestamp, programId, sequence, data}, where data is the
 // resource exactly as the API returns it — which is what the trigger hands to the Zap.
 
-function makeRestHookTrigger({ key, noun, label, description, event, listPath, sample, outputFields }) {
+function makeRestHookTrigger({ key, noun, label, description, event, listPath, listParams = {}, sample, outputFields }) {
   const performSubscribe = async (z, bundle) => {
     const response = await z.request({
       method: 'POST',
@@ -41,7 +41,7 @@ function makeRestHookTrigger({ key, noun, label, description, event, listPath, s
 
   // The newest few, for the Zap editor's "test trigger" step: the same objects perform returns.
   const performList = async (z, bundle) => {
-    const response = await z.request({ url: apiUrl(bundle, listPath), params: { limit: 3 } });
+    const response = await z.request({ url: apiUrl(bundle, listPath), params: { ...listParams, limit: 3 } });
     return response.data;
   };
 

@@ -111,6 +111,8 @@ async function startTandem() {
 async function createProgramWithKey(tandem, { email = 'operator@example.com', password = 'a long passphrase', name = 'Acme Partners', domain = 'acme.example.com' } = {}) {
   const user = await tandem.cli('user', 'create', '--email', email, '--password', password);
   const program = await tandem.cli('program', 'create', '--owner', email, '--name', name, '--domain', domain, '--currency', 'USD', '--commission-rate', '20');
+  // No hold, so a sale can be paid out at once (the payout trigger's test).
+  await tandem.cli('program', 'update', '--program', program.id, '--hold-days', '0');
   const key = await tandem.cli('key', 'create', '--program', program.id, '--name', 'zapier tests');
   return { user, email, password, program, key, token: key.token };
 }
