@@ -57,6 +57,12 @@ export interface Config {
   readonly headersTimeoutMs: number;
   /** An idle keep-alive connection is closed after this many ms (Node adds a second of grace). */
   readonly keepAliveTimeoutMs: number;
+  /** Where e-mail goes (smtp:// or smtps://, credentials in the URL); null: each message is written to the log instead. */
+  readonly smtpUrl: string | null;
+  /** The From of every message. */
+  readonly mailFrom: string;
+  /** Delay before each retry of a message the SMTP server refused or could not take, in ms; its length is the number of retries. */
+  readonly mailRetrySchedule: readonly number[];
 }
 
 export class ConfigError extends Error {}
@@ -142,6 +148,24 @@ export function parseDnsServers(raw: string | undefined): readonly string[] {
 
 /** 11 retries over about 3 days (73.6 h), as the contract asks. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h,10h,12h,12h,12h';
+export const DEFAULT_MAIL_RETRY_SCHEDULE = '30s,2m,10m,30m,2h,6h';
+
+function parseSmtpUrl(raw: string | undefined): string | null {
+  if (!raw) return null;
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'smtp:' || url.protocol === 'smtps:') return raw;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL, such as smtps://user:password@smtp.example.com:465');
+}
+
+function parseMailFrom(raw: string | undefined, siteUrl: string): string {
+  const from = raw || `Tandem <no-reply@${new URL(siteUrl).hostname}>`;
+  if (from.length > 320 || /[\r\n]/.test(from) || !/@/.test(from)) throw new ConfigError('MAIL_FROM must be an e-mail address, optionally with a name: Acme Partners <partners@acme.com>');
+  return from;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -195,5 +219,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5000, 1000, 3_600_000),
+    smtpUrl: overrides.smtpUrl !== undefined ? overrides.smtpUrl : parseSmtpUrl(env.SMTP_URL),
+    mailFrom: overrides.mailFrom ?? parseMailFrom(env.MAIL_FROM, siteUrl),
+    mailRetrySchedule: Object.freeze(overrides.mailRetrySchedule ?? parseDurations('MAIL_RETRY_SCHEDULE', env.MAIL_RETRY_SCHEDULE || DEFAULT_MAIL_RETRY_SCHEDULE)),
   });
 }

@@ -6,6 +6,8 @@ import { openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
 import { systemClock } from './domain/clock.ts';
 import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery-worker.ts';
+import { createMailWorker, type MailWorker } from './modules/mail/mail-worker.ts';
+import { createMailTransport } from './modules/mail/mail-transport.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -59,13 +61,21 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     const worker: DeliveryWorker | null = config.worker
       ? createDeliveryWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log })
       : null;
+    // The mail outbox goes out the same way (SMTP_URL, or the log), with the same switch.
+    const mailTransport = config.worker ? createMailTransport(config, app.log) : null;
+    const mail: MailWorker | null = mailTransport
+      ? createMailWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, transport: mailTransport, log: app.log })
+      : null;
     if (worker) {
       app.addHook('onResponse', async (request, reply) => {
-        if (request.method !== 'GET' && reply.statusCode < 400) worker.wake();
+        if (request.method === 'GET' || reply.statusCode >= 400) return;
+        worker.wake();
+        mail?.wake();
       });
     }
     await app.listen({ port: config.port, host: config.host });
     worker?.start();
+    mail?.start();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -79,6 +89,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
           await app!.close();
           await waitForInFlight();
           await worker?.stop();
+          await mail?.stop();
+          mailTransport?.close();
           await workerDatabase?.close();
           await database.close();
         })()),

@@ -7,6 +7,8 @@ import { closeOnSignals, startServer } from '../server.ts';
 import { pino } from 'pino';
 import { systemClock } from '../domain/clock.ts';
 import { createDeliveryWorker } from '../modules/webhooks/delivery-worker.ts';
+import { createMailWorker } from '../modules/mail/mail-worker.ts';
+import { createMailTransport } from '../modules/mail/mail-transport.ts';
 import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
 import { createProgram, getProgram, toProgramContext, updateProgramSettings } from '../modules/programs/program.service.ts';
 import { runPayouts } from '../modules/payouts/payout.service.ts';
@@ -87,15 +89,18 @@ const commands: Record<string, Command> = {
       await migrateToLatest(database.db as never);
       const log = pino({ level: config.logLevel });
       const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
+      const transport = createMailTransport(config, log);
+      const mail = createMailWorker({ db: database.db, config, clock: systemClock, transport, log });
       worker.start();
+      mail.start();
       log.info('Tandem webhook worker started');
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) process.exit(1);
         stopping = true;
         log.info({ signal }, 'worker stopping: finishing in-flight deliveries');
-        worker
-          .stop()
+        Promise.all([worker.stop(), mail.stop()])
+          .then(() => transport.close())
           .then(() => database.close())
           .then(
             () => process.exit(0),

@@ -29,6 +29,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'webhook_attempts', key: ['id'] },
   { name: 'webhook_fanout', key: ['program_id'] },
   { name: 'idempotency_keys', key: ['program_id', 'key'] },
+  { name: 'mail_outbox', key: ['id'] },
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },

@@ -12,6 +12,7 @@ import * as instanceKeys from './migrations/2026-11-23T0700-instance-keys.ts';
 import * as fairDelivery from './migrations/2026-11-25T0100-fair-delivery.ts';
 import * as clickDays from './migrations/2026-11-25T0200-click-days.ts';
 import * as commissionLedger from './migrations/2026-11-26T0100-commission-ledger.ts';
+import * as mailOutbox from './migrations/2026-11-26T0200-mail-outbox.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-25T0100-fair-delivery': fairDelivery,
   '2026-11-25T0200-click-days': clickDays,
   '2026-11-26T0100-commission-ledger': commissionLedger,
+  '2026-11-26T0200-mail-outbox': mailOutbox,
 };
 
 export class MigrationError extends Error {}

@@ -189,6 +189,27 @@ export interface PayoutsTable {
   updated_at: Timestamp;
 }
 
+/** An e-mail to send: written with the change that causes it, sent (and retried) by the worker. */
+export interface MailOutboxTable {
+  id: string;
+  program_id: string | null;
+  /** Which message (payout_paid, …): for the log and tests. */
+  kind: string;
+  to_address: string;
+  subject: string;
+  text_body: string;
+  html_body: string;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp;
+  /** A worker is sending it until then; another may take it over after. */
+  lease_until: Timestamp | null;
+  sent_at: Timestamp | null;
+  /** Given up after the last retry. */
+  failed_at: Timestamp | null;
+  last_error: string | null;
+  created_at: Timestamp;
+}
+
 /** One refund of a sale, as it happened; the sale carries the running totals. */
 export interface SaleRefundsTable {
   id: string;
@@ -429,6 +450,7 @@ export interface Database {
   sale_refunds: SaleRefundsTable;
   commission_entries: CommissionEntriesTable;
   payouts: PayoutsTable;
+  mail_outbox: MailOutboxTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

@@ -4,6 +4,10 @@ import { deleteInBatches } from '../../db/batched-delete.ts';
 import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
 import { purgeClicksBefore } from '../tracking/click.repository.ts';
 import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
+import { purgeMailBefore } from '../mail/mail.repository.ts';
+
+/** Sent and given-up e-mail is kept this long (to see what went out), then purged. */
+const MAIL_KEPT_MS = 30 * 86_400_000;
 
 
 export interface PurgedCounts {
@@ -12,6 +16,7 @@ export interface PurgedCounts {
   idempotencyKeys: number;
   attemptCounters: number;
   clicks: number;
+  mail: number;
 }
 
 /** How long what the purge deletes is kept, where the operator decides. */
@@ -24,8 +29,9 @@ const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
  * Deletes what has expired: browser sessions past their expiry, connect-flow authorization
  * codes past theirs (used or not: a used code is kept until then so a replay is still
  * recognised), Idempotency-Key records older than their 24 hours, attempt counters whose
- * window has ended, and click rows of UTC days more than `clickRetentionDays` back (the
- * once-a-day dedupe needs only today's; the counters and daily counts keep every click).
+ * window has ended, click rows of UTC days more than `clickRetentionDays` back (the
+ * once-a-day dedupe needs only today's; the counters and daily counts keep every click), and
+ * e-mail sent or given up more than 30 days ago.
  * Run by the worker.
  */
 export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION): Promise<PurgedCounts> {
@@ -37,6 +43,7 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff),
     attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString()),
     clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
+    mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
   };
 }
 

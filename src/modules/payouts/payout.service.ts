@@ -8,6 +8,8 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { payoutPaidMail } from '../mail/messages.ts';
 import {
   affiliatesOwed,
   assignEntries,
@@ -145,8 +147,12 @@ export async function updatePayout(db: Db, program: ProgramContext, body: Update
     if (changes.status === 'paid') await markEntriesPaid(tx, program.id, current.id, paidAt!);
     else await releaseEntries(tx, program.id, current.id);
     const payout = serializePayout({ ...current, ...changes });
-    if (changes.status === 'paid') await recordEvent(tx, program.id, 'payout.paid', payout, now.toISOString());
-    else await recordEvent(tx, program.id, 'payout.failed', payout, now.toISOString());
+    if (changes.status === 'paid') {
+      await recordEvent(tx, program.id, 'payout.paid', payout, now.toISOString());
+      await queueMail(tx, program.id, payoutPaidMail(program, payout), now.toISOString());
+    } else {
+      await recordEvent(tx, program.id, 'payout.failed', payout, now.toISOString());
+    }
     return payout;
   });
 }
