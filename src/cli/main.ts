@@ -160,7 +160,7 @@ const commands: Record<string, Command> = {
   },
   'program update': {
     usage:
-      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A]',
+      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A] [--portal-slug S] [--portal-signup open|approval|invite]',
     options: {
       program: { type: 'string' },
       name: { type: 'string' },
@@ -174,6 +174,8 @@ const commands: Record<string, Command> = {
       'max-sales-per-customer': { type: 'string' },
       'hold-days': { type: 'string' },
       'minimum-payout': { type: 'string' },
+      'portal-slug': { type: 'string' },
+      'portal-signup': { type: 'string' },
     },
     run: (config, options) =>
       withMigratedDatabase(config, async ({ db }) => {
@@ -190,6 +192,8 @@ const commands: Record<string, Command> = {
           maxSalesPerCustomer: optionalCount(options, 'max-sales-per-customer'),
           holdDays: optionalNumber(options, 'hold-days'),
           minimumPayout: optionalNumber(options, 'minimum-payout'),
+          portalSlug: options['portal-slug'] as string | undefined,
+          portalSignup: options['portal-signup'] as string | undefined,
         };
         if (Object.values(changes).every((value) => value === undefined)) throw new UsageError('name at least one setting to change; run tandem --help');
         const program = await updateProgramSettings(db, id, changes);
@@ -197,7 +201,7 @@ const commands: Record<string, Command> = {
         const pays = plan.type === 'flat' ? `${plan.amount} ${program.currency} per sale` : `${plan.rate} %`;
         const limits = [plan.durationMonths === null ? 'forever' : `for ${plan.durationMonths} months`, plan.maxSalesPerCustomer === null ? null : `first ${plan.maxSalesPerCustomer} sales`].filter(Boolean).join(', ');
         return {
-          text: `updated program "${program.name}" (${program.id}): pays ${pays} ${limits}; hold ${plan.holdDays} days; minimum payout ${plan.minimumPayout} ${program.currency}`,
+          text: `updated program "${program.name}" (${program.id}): pays ${pays} ${limits}; hold ${plan.holdDays} days; minimum payout ${plan.minimumPayout} ${program.currency}; portal ${config.siteUrl}/portal/${program.portal.slug} (sign-up: ${program.portal.signup})`,
           json: program,
         };
       }),

@@ -49,6 +49,12 @@ export interface ProgramsTable {
   hold_days: Generated<number>;
   /** The smallest balance a payout run pays (minor units). */
   minimum_payout: Generated<Counter>;
+  /** The affiliate portal: {SITE_URL}/portal/{portal_slug} (unique), who may sign up there, its colour, the terms accepted at sign-up, whether affiliates may add links. */
+  portal_slug: string;
+  portal_signup: Generated<'open' | 'approval' | 'invite'>;
+  portal_color: Generated<string>;
+  portal_terms: Generated<string>;
+  portal_links_allowed: Generated<DbBool>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -82,6 +88,8 @@ export interface AffiliatesTable {
   /** null: the program's default rate applies. */
   commission_rate: number | null;
   status: 'active' | 'inactive';
+  /** Sign-ups under the approval policy wait (pending, inactive) until approved or rejected; the API's and dashboard's are approved. */
+  approval: Generated<'pending' | 'approved' | 'rejected'>;
   number_of_referred_users: Counter;
   number_of_clicks: Counter;
   total_commission_earned: Counter;

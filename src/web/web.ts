@@ -13,6 +13,7 @@ import { registerSessions, requireCsrfOnUnsafeMethods } from './session.ts';
 import { accountRoutes } from './account.routes.ts';
 import { connectRoutes } from './connect/connect.routes.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
+import { portalRoutes } from './portal/portal.routes.ts';
 
 /**
  * Every form body is checked before any route or hook sees it: control characters (NUL and
@@ -53,4 +54,5 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   await app.register(accountRoutes, services);
   await app.register(connectRoutes, services);
   await app.register(dashboardRoutes, services);
+  await app.register(portalRoutes, services);
 };

@@ -11,11 +11,11 @@ const LINK = /^[A-Za-z0-9-]{1,64}$/;
 const AFFILIATE_FIELDS = [
   'id', 'firstName', 'lastName', 'name', 'email', 'password', 'emailVerified', 'image', 'detailsComplete', 'programId',
   'payoutEmail', 'paymentMethod', 'commissionRate', 'link', 'status', 'createdAt', 'updatedAt', 'numberOfReferredUsers',
-  'numberOfClicks', 'totalCommissionEarned',
+  'numberOfClicks', 'totalCommissionEarned', 'approval',
 ].sort();
 
 
-/** Every field of spec 2.1 is present, with the spec's type, and nothing else. */
+/** Every field of spec 2.1 is present, with the spec's type, and nothing else (but CONTRACT's `approval`). */
 function assertAffiliateShape(body: Record<string, unknown>): void {
   assert.deepEqual(Object.keys(body).sort(), AFFILIATE_FIELDS);
   assert.match(body.id as string, UUID);

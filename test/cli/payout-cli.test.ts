@@ -1,4 +1,4 @@
-// `tandem program update` (the commission plan and what `program create` sets) and
+// `tandem program update` (the commission plan, the portal and what `program create` sets) and
 // `tandem payout run`, run as operators run them: ./bin/tandem in a child process over a
 // SQLite file (CONTRACT.md "Operator command line").
 import { after, before, describe, it } from 'node:test';
@@ -39,6 +39,12 @@ describe('tandem program update and payout run', { skip: testDialect !== 'sqlite
     const back = await runTandem(['program', 'update', '--program', programId, '--duration-months', 'none', '--name', 'Acme Partners'], env);
     assert.equal(back.code, 0, back.stderr);
     assert.match(back.stdout, /pays 7.5 USD per sale forever, first 3 sales; hold 0 days; minimum payout 10 USD/);
+    const portal = await runTandem(['program', 'update', '--program', programId, '--portal-slug', 'acme-partners', '--portal-signup', 'open', '--json'], env);
+    assert.equal(portal.code, 0, portal.stderr);
+    assert.deepEqual(portal.json.portal, { slug: 'acme-partners', signup: 'open', color: '#3b5bdb', terms: '', linksAllowed: false });
+    const badSignup = await runTandem(['program', 'update', '--program', programId, '--portal-signup', 'everyone'], env);
+    assert.equal(badSignup.code, 1);
+    assert.match(badSignup.stderr, /portal\/signup must be "open", "approval" or "invite"/);
   });
 
   it('refuses a bad value with a one-line reason and changes nothing', async () => {

@@ -7,81 +7,11 @@ import assert from 'node:assert/strict';
 import { createServer as createTcpServer } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { SMTPServer } from 'smtp-server';
-import { simpleParser } from 'mailparser';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail } from '../helpers/fixtures.ts';
+import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
 import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { createMailTransport } from '../../src/modules/mail/mail-transport.ts';
-
-interface Received {
-  from: string;
-  to: string[];
-  subject: string;
-  text: string;
-  html: string;
-}
-
-interface SmtpReceiver {
-  url: string;
-  received: Received[];
-  /** Refuse the next `n` messages with a temporary failure (451). */
-  refuseNext(n: number): void;
-  waitFor(match: (mail: Received) => boolean, what: string, ms?: number): Promise<Received>;
-  close(): Promise<void>;
-}
-
-/** A real SMTP server on 127.0.0.1: plain SMTP, no TLS or login (local tests only). */
-async function startSmtpReceiver(): Promise<SmtpReceiver> {
-  const received: Received[] = [];
-  let refusals = 0;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onRcptTo(_address, _session, callback) {
-      if (refusals > 0) {
-        refusals--;
-        const error = Object.assign(new Error('Try again later'), { responseCode: 451 });
-        return callback(error);
-      }
-      callback();
-    },
-    onData(stream, session, callback) {
-      simpleParser(stream)
-        .then((parsed) => {
-          received.push({
-            from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-            to: session.envelope.rcptTo.map((r) => r.address),
-            subject: parsed.subject ?? '',
-            text: parsed.text ?? '',
-            html: typeof parsed.html === 'string' ? parsed.html : '',
-          });
-          callback();
-        })
-        .catch(callback);
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.server.address() as { port: number }).port;
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    received,
-    refuseNext(n) {
-      refusals = n;
-    },
-    async waitFor(match, what, ms = 15_000) {
-      const until = Date.now() + ms;
-      while (Date.now() < until) {
-        const found = received.find(match);
-        if (found) return found;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      throw new Error(`no e-mail: ${what} (received ${JSON.stringify(received.map((r) => [r.to, r.subject]))})`);
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** A paid payout of 30.00 for a new affiliate; returns the affiliate's e-mail. */
 async function payAnAffiliate(api: ApiClient, t: TestServer): Promise<{ email: string; status: number; ms: number }> {

@@ -25,6 +25,7 @@ const affiliate = {
   commissionRate: 20,
   link: 'jane',
   status: 'active',
+  approval: 'approved',
   createdAt: '2026-11-23T10:49:16.358Z',
   updatedAt: '2026-11-23T10:49:16.358Z',
   numberOfReferredUsers: 1,

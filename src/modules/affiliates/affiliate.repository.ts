@@ -27,9 +27,19 @@ export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: str
 /** Every affiliate column, for reading an affiliate beside another table (joined-rows.ts). */
 export const AFFILIATE_COLUMNS: ColumnSet<AffiliatesTable> = {
   id: true, program_id: true, first_name: true, last_name: true, email: true, email_key: true, email_verified: true, image: true,
-  payout_email: true, payment_method: true, commission_rate: true, status: true, number_of_referred_users: true, number_of_clicks: true,
+  payout_email: true, payment_method: true, commission_rate: true, status: true, approval: true, number_of_referred_users: true, number_of_clicks: true,
   total_commission_earned: true, created_at: true, updated_at: true,
 };
+
+/** Portal sign-ups waiting for the merchant, oldest first (the approval queue), and how many there are. */
+export async function pendingAffiliates(db: Db, programId: string, limit: number): Promise<{ rows: Selectable<AffiliatesTable>[]; count: number }> {
+  const where = db.selectFrom('affiliates').where('program_id', '=', programId).where('approval', '=', 'pending');
+  const [rows, { n }] = await Promise.all([
+    where.selectAll().orderBy('created_at').orderBy('id').limit(limit).execute(),
+    where.select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, count: Number(n) };
+}
 
 export function listAffiliates(db: Db, programId: string, page: PageRequest) {
   return pageQuery(selectAffiliates(db, programId), 'a', page).execute();

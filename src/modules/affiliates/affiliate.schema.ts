@@ -19,6 +19,7 @@ export const AffiliateSchema = Type.Object(
     commissionRate: Type.Number(),
     link: Type.String(),
     status: Type.String({ enum: ['active', 'inactive'] }),
+    approval: Type.String({ enum: ['pending', 'approved', 'rejected'], description: 'beyond the spec: a portal sign-up under the approval policy is pending (and inactive) until approved or rejected; affiliates made by the API are approved' }),
     createdAt: DateTime,
     updatedAt: DateTime,
     numberOfReferredUsers: Type.Integer(),
@@ -53,6 +54,8 @@ export const UpdateAffiliateBody = Type.Object({
   payoutEmail: Type.Optional(Email),
   paymentMethod: Type.Optional(ExternalId({ minLength: 1 })),
   status: Type.Optional(Status),
+  /** Decide a portal sign-up: approved (and active) or rejected (and inactive). */
+  approval: Type.Optional(Type.String({ enum: ['approved', 'rejected'] })),
 });
 export type UpdateAffiliateBody = Static<typeof UpdateAffiliateBody>;
 

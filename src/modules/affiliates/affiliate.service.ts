@@ -11,7 +11,9 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
 import { findLink, insertLink, newLinkRow, renameLink } from './link.repository.ts';
-import { getLink, serializeLink } from './link.service.ts';
+import { fullUrlsFor, getLink, serializeLink } from './link.service.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { approvedMail } from '../mail/messages.ts';
 import type { SaleCredit } from '../ledger/ledger.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 // The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
@@ -24,6 +26,7 @@ import {
   findAffiliateNames,
   insertAffiliate,
   listAffiliates,
+  pendingAffiliates,
   searchAffiliates,
   updateAffiliateRow,
   type AffiliateRow,
@@ -53,6 +56,7 @@ export function serializeAffiliate(row: Omit<AffiliateRow, 'primary_link_id'>, p
     commissionRate: millionthsToRate(effectiveRate(row, program)),
     link: row.link ?? '',
     status: row.status,
+    approval: row.approval,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     numberOfReferredUsers: Number(row.number_of_referred_users),
@@ -61,7 +65,12 @@ export function serializeAffiliate(row: Omit<AffiliateRow, 'primary_link_id'>, p
   };
 }
 
-export async function createAffiliate(db: Db, program: ProgramContext, body: CreateAffiliateBody): Promise<Affiliate> {
+/**
+ * Creates an affiliate with its own link. Made by the merchant (API, dashboard) it is approved;
+ * a portal sign-up under the approval policy passes `pending` and waits, inactive.
+ */
+export async function createAffiliate(db: Db, program: ProgramContext, body: CreateAffiliateBody, options: { approval?: 'pending' | 'approved'; onCreated?: (tx: Tx, affiliate: Affiliate) => Promise<void> } = {}): Promise<Affiliate> {
+  const pending = options.approval === 'pending';
   const { email, key } = normaliseEmail(body.email);
   const now = program.clock().toISOString();
   const row = {
@@ -76,7 +85,8 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
     payout_email: body.payoutEmail ? normaliseEmail(body.payoutEmail).email : email,
     payment_method: body.paymentMethod ?? DEFAULT_PAYMENT_METHOD,
     commission_rate: body.commissionRate === undefined ? null : rateToMillionths(body.commissionRate, '#/commissionRate'),
-    status: (body.status?.toLowerCase() ?? 'active') as 'active' | 'inactive',
+    status: (pending ? 'inactive' : (body.status?.toLowerCase() ?? 'active')) as 'active' | 'inactive',
+    approval: pending ? ('pending' as const) : ('approved' as const),
     number_of_referred_users: 0,
     number_of_clicks: 0,
     total_commission_earned: 0,
@@ -90,6 +100,7 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
       await insertLink(tx, newLinkRow(program.id, row.id, link, true, now));
       const created = serializeAffiliate({ ...row, link }, program);
       await recordEvent(tx, program.id, 'affiliate.created', created, now);
+      await options.onCreated?.(tx, created);
       return created;
     });
   } catch (error) {
@@ -124,6 +135,11 @@ export async function getAffiliateNames(db: Db, program: ProgramContext, ids: st
   return new Map(rows.map((row) => [row.id, { name: `${row.first_name} ${row.last_name}`, email: row.email }]));
 }
 
+/** The approval queue: the oldest `limit` portal sign-ups waiting, and how many wait. */
+export async function getApprovalQueue(db: Db, program: ProgramContext, limit: number) {
+  return pendingAffiliates(db, program.id, limit);
+}
+
 /** A page of the affiliates whose e-mail or name starts with `text`. */
 export async function searchAffiliatePage(db: Db, program: ProgramContext, text: string, page: PageRequest) {
   return searchAffiliates(db, program.id, text, page);
@@ -149,6 +165,11 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   if (body.payoutEmail !== undefined) changes.payout_email = normaliseEmail(body.payoutEmail).email;
   if (body.paymentMethod !== undefined) changes.payment_method = body.paymentMethod;
   if (body.status !== undefined) changes.status = body.status.toLowerCase() as 'active' | 'inactive';
+  // Deciding a sign-up also (de)activates it, unless the same request sets the status itself.
+  if (body.approval !== undefined) {
+    changes.approval = body.approval as 'approved' | 'rejected';
+    changes.status ??= body.approval === 'approved' ? 'active' : 'inactive';
+  }
   const now = program.clock().toISOString();
   changes.updated_at = now;
   const newLink = body.affiliateLink !== undefined && body.affiliateLink !== current.link ? body.affiliateLink : undefined;
@@ -161,6 +182,9 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
       }
       const updated = serializeAffiliate({ ...current, ...changes, link: newLink ?? current.link }, program);
       await recordEvent(tx, program.id, 'affiliate.updated', updated, now);
+      if (current.approval === 'pending' && changes.approval === 'approved' && updated.link) {
+        await queueMail(tx, program.id, approvedMail(program, updated, fullUrlsFor(program, updated.link)[0]!.fullUrl), now);
+      }
       return updated;
     });
   } catch (error) {

@@ -5,7 +5,7 @@ import { minorUnitDigits } from '../../domain/money.ts';
 // (names, program names) is escaped in the HTML; the text part is the message itself.
 
 export interface OutgoingMail {
-  kind: 'payout_paid';
+  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved';
   to: string;
   subject: string;
   text: string;
@@ -41,5 +41,38 @@ export function payoutPaidMail(program: ProgramContext, payout: { amount: number
       `${program.name} has paid your affiliate commission: ${amount}${how ? ` (${how})` : ''}.`,
       'Thank you for the customers you sent.',
     ]),
+  };
+}
+
+interface NewAffiliate {
+  firstName: string;
+  email: string;
+}
+
+/**
+ * To someone who signed up at the portal: either they are in (open policy: their link to share)
+ * or their sign-up waits for the merchant (approval policy).
+ */
+export function signUpReceivedMail(program: ProgramContext, affiliate: NewAffiliate, linkUrl: string | null): OutgoingMail {
+  const waiting = linkUrl === null;
+  return {
+    kind: 'signup_received',
+    to: affiliate.email,
+    subject: waiting ? `Your application to ${program.name}'s affiliate program` : `Welcome to ${program.name}'s affiliate program`,
+    ...compose(
+      waiting
+        ? [`Hello ${affiliate.firstName},`, `Thank you for applying to ${program.name}'s affiliate program. ${program.name} reviews new affiliates; you will get an e-mail as soon as you are approved.`]
+        : [`Hello ${affiliate.firstName},`, `You are now an affiliate of ${program.name}. Share your link; every customer who comes through it is credited to you:`, linkUrl],
+    ),
+  };
+}
+
+/** To an affiliate whose sign-up the merchant approved: their link to share. */
+export function approvedMail(program: ProgramContext, affiliate: NewAffiliate, linkUrl: string): OutgoingMail {
+  return {
+    kind: 'affiliate_approved',
+    to: affiliate.email,
+    subject: `You are approved: ${program.name}'s affiliate program`,
+    ...compose([`Hello ${affiliate.firstName},`, `${program.name} has approved you as an affiliate. Share your link; every customer who comes through it is credited to you:`, linkUrl]),
   };
 }

@@ -28,13 +28,15 @@ export const ProgramSchema = Type.Object(
       },
       { title: 'CommissionPlan' },
     ),
+    portalUrl: Type.String({ description: "the affiliate portal: sign-up and affiliates' own figures" }),
+    portalSignup: Type.String({ enum: ['open', 'approval', 'invite'], description: 'who may sign up at the portal: anyone (open), anyone pending approval (approval), nobody (invite)' }),
     createdAt: DateTime,
     updatedAt: DateTime,
   },
   { title: 'Program' },
 );
 
-export const programRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db }) => {
+export const programRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
   app.get(
     '/me',
     {
@@ -44,6 +46,9 @@ export const programRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
         response: { 200: ProgramSchema, ...errorResponses() },
       },
     },
-    async (request) => serializeProgram(await getProgram(db, request.auth.program.id)),
+    async (request) => {
+      const program = serializeProgram(await getProgram(db, request.auth.program.id));
+      return { ...program, portalUrl: `${config.siteUrl}/portal/${program.portal.slug}`, portalSignup: program.portal.signup };
+    },
   );
 };

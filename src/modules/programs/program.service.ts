@@ -6,7 +6,9 @@ import { inTransaction, type Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import type { ProgramsTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
-import { invalidField, notFound } from '../../domain/errors.ts';
+import { conflict, invalidField, notFound } from '../../domain/errors.ts';
+import { PORTAL_SLUG, slugCandidate, slugFrom } from '../../domain/portal-slug.ts';
+import { isUniqueViolationOn } from '../../db/errors.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
 
 /** What every API request knows about the token's program. */
@@ -25,8 +27,24 @@ export interface Program {
   attribution: 'first' | 'last';
   /** The commission plan (CONTRACT "Commission plans and the ledger"), amounts in major units. */
   commission: ProgramCommission;
+  /** The affiliate portal's settings (its page is {SITE_URL}/portal/{slug}). */
+  portal: ProgramPortal;
   createdAt: string;
   updatedAt: string;
+}
+
+export type PortalSignup = 'open' | 'approval' | 'invite';
+
+export interface ProgramPortal {
+  slug: string;
+  /** open: anyone joins at once; approval: sign-ups wait for the merchant; invite: no sign-up form. */
+  signup: PortalSignup;
+  /** The portal's accent colour, #rrggbb. */
+  color: string;
+  /** Terms an affiliate accepts at sign-up; empty: none. */
+  terms: string;
+  /** Whether affiliates may add links of their own in the portal. */
+  linksAllowed: boolean;
 }
 
 export interface ProgramCommission {
@@ -116,6 +134,13 @@ export function serializeProgram(row: ProgramRow): Program {
     cookieDays: Number(row.cookie_days),
     attribution: row.attribution,
     commission: serializePlan(row),
+    portal: {
+      slug: row.portal_slug,
+      signup: row.portal_signup,
+      color: row.portal_color,
+      terms: row.portal_terms,
+      linksAllowed: Boolean(row.portal_links_allowed),
+    },
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -152,7 +177,25 @@ export interface ProgramInput {
   maxSalesPerCustomer?: number | null;
   holdDays?: number;
   minimumPayout?: number;
+  /** Absent at creation: made from the name (acme, acme-2…). */
+  portalSlug?: string;
+  portalSignup?: string;
+  portalColor?: string;
+  portalTerms?: string;
+  portalLinksAllowed?: boolean;
 }
+
+const PORTAL_SIGNUPS: readonly string[] = ['open', 'approval', 'invite'];
+
+/** Control characters other than tab and line breaks (free text may hold those). */
+function hasControlCharacters(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) || c === 0x7f) return true;
+  }
+  return false;
+}
+export const MAX_PORTAL_TERMS = 10_000;
 
 export const DEFAULT_HOLD_DAYS = 30;
 export const MAX_HOLD_DAYS = 365;
@@ -187,7 +230,7 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at'> {
+export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug'> & { portal_slug?: string } {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
   const domain = domainOf(input.domain);
@@ -214,7 +257,22 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   if (commissionType === 'flat' && commissionAmount === 0) throw invalidField('#/commission/amount', 'must be more than 0 for a flat commission');
   const durationMonths = input.durationMonths ?? null;
   const maxSales = input.maxSalesPerCustomer ?? null;
+  const slug = input.portalSlug?.trim().toLowerCase();
+  if (slug !== undefined && !PORTAL_SLUG.test(slug)) throw invalidField('#/portal/slug', 'must be 1 to 64 lowercase letters, digits and single hyphens, such as acme-partners');
+  const signup = input.portalSignup ?? 'approval';
+  if (!PORTAL_SIGNUPS.includes(signup)) throw invalidField('#/portal/signup', 'must be "open", "approval" or "invite"');
+  const color = (input.portalColor ?? '#3b5bdb').toLowerCase();
+  if (!/^#[0-9a-f]{6}$/.test(color)) throw invalidField('#/portal/color', 'must be a colour such as #3b5bdb');
+  const terms = (input.portalTerms ?? '').trim();
+  if (terms.length > MAX_PORTAL_TERMS || hasControlCharacters(terms)) {
+    throw invalidField('#/portal/terms', `must be at most ${MAX_PORTAL_TERMS} characters of text`);
+  }
   return {
+    ...(slug === undefined ? {} : { portal_slug: slug }),
+    portal_signup: signup as PortalSignup,
+    portal_color: color,
+    portal_terms: terms,
+    portal_links_allowed: input.portalLinksAllowed ? 1 : 0,
     name,
     domain,
     currency,
@@ -251,14 +309,46 @@ export function inputOf(program: Program): Omit<ProgramInput, 'ownerUserId'> {
     maxSalesPerCustomer: program.commission.maxSalesPerCustomer,
     holdDays: program.commission.holdDays,
     minimumPayout: program.commission.minimumPayout,
+    portalSlug: program.portal.slug,
+    portalSignup: program.portal.signup,
+    portalColor: program.portal.color,
+    portalTerms: program.portal.terms,
+    portalLinksAllowed: program.portal.linksAllowed,
   };
 }
 
+const SLUG_ATTEMPTS = 20;
+
+/**
+ * Creates a program. Its portal slug is the one given, else the name's (acme, then acme-2…
+ * when taken; a concurrent creation that takes the same one makes this one try the next).
+ */
 export async function createProgram(db: Db, input: ProgramInput, clock: Clock = systemClock): Promise<Program> {
   const now = clock().toISOString();
-  const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...validateProgramInput(input), created_at: now, updated_at: now };
-  await db.insertInto('programs').values(row).execute();
-  return serializeProgram(row);
+  const { portal_slug: given, ...fields } = validateProgramInput(input);
+  const base = given ?? slugFrom(fields.name);
+  for (let n = 1; n <= SLUG_ATTEMPTS; n++) {
+    const slug = given ?? (await freeSlug(db, base, n));
+    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, created_at: now, updated_at: now };
+    try {
+      await db.insertInto('programs').values(row).execute();
+      return serializeProgram(row);
+    } catch (error) {
+      if (!isUniqueViolationOn(error, 'portal_slug')) throw error;
+      if (given !== undefined) throw conflict(`The portal address "${given}" is taken by another program.`);
+    }
+  }
+  throw conflict('No free portal address was found for this name; choose one.');
+}
+
+/** The first of base, base-2, base-3… (from the n-th on) that no program uses. */
+async function freeSlug(db: Db, base: string, from: number): Promise<string> {
+  const taken = new Set(
+    (await db.selectFrom('programs').select('portal_slug').where((eb) => eb.or([eb('portal_slug', '=', base), eb('portal_slug', 'like', `${base}-%`)])).execute()).map((r) => r.portal_slug),
+  );
+  let n = from;
+  while (taken.has(slugCandidate(base, n))) n++;
+  return slugCandidate(base, n);
 }
 
 export async function getProgram(db: Db, programId: string): Promise<ProgramRow> {
@@ -277,6 +367,12 @@ export async function listUserPrograms(db: Db, userId: string): Promise<Program[
 export async function findUserProgram(db: Db, userId: string, programId: string): Promise<Program | undefined> {
   const row = await findUserProgramRow(db, userId, programId);
   return row && serializeProgram(row);
+}
+
+/** The program whose portal lives at /portal/{slug}, or undefined. */
+export async function findProgramBySlug(db: Db, slug: string): Promise<ProgramRow | undefined> {
+  if (!PORTAL_SLUG.test(slug)) return undefined;
+  return db.selectFrom('programs').selectAll().where('portal_slug', '=', slug).executeTakeFirst();
 }
 
 /** The user's program as stored (for its tenant context), or undefined. */
@@ -328,9 +424,14 @@ async function changeProgram(db: Db, current: Program, userId: string, input: Om
   if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {
     throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);
   }
-  await inTransaction(db, async (tx) => {
-    await tx.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
-    await announceChange(tx, TOKEN_CHANGE_CHANNEL); // a token's cached answer carries its program's settings
-  });
+  try {
+    await inTransaction(db, async (tx) => {
+      await tx.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+      await announceChange(tx, TOKEN_CHANGE_CHANNEL); // a token's cached answer carries its program's settings
+    });
+  } catch (error) {
+    if (isUniqueViolationOn(error, 'portal_slug')) throw conflict(`The portal address "${changes.portal_slug}" is taken by another program.`);
+    throw error;
+  }
   return (await findUserProgram(db, userId, programId))!;
 }

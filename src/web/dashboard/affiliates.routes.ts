@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
 import { CreateAffiliateBody, UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
-import { createAffiliate, getAffiliatePage, getAffiliateProfile, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { createAffiliate, getAffiliatePage, getAffiliateProfile, getApprovalQueue, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
@@ -15,7 +15,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { getLedgerBalance } from '../../modules/ledger/commission.service.ts';
 import { getPayoutPage, serializePayout } from '../../modules/payouts/payout.service.ts';
 import { payoutTable } from './payouts.routes.ts';
-import { csrfField } from '../layout.ts';
+import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
 import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
 import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
@@ -34,7 +34,12 @@ const DONE = {
   deactivated: 'Affiliate deactivated.',
   activated: 'Affiliate reactivated.',
   'link-created': 'Link added.',
+  approved: 'Sign-up approved: the affiliate is active and has been e-mailed their link.',
+  rejected: 'Sign-up rejected: the affiliate stays inactive.',
 };
+
+/** How many waiting sign-ups the queue shows at once (oldest first). */
+const QUEUE_SHOWN = 50;
 
 function affiliateRows(rows: AffiliateRow[], base: string, currency: string): SafeHtml {
   return html`<div class="table-wrap"><table>
@@ -115,8 +120,27 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     const page = requestedPage(request);
     const rows = q ? await searchAffiliatePage(db, context, q, page) : await getAffiliatePage(db, context, page);
     const list = splitPage(rows, page, `${base}/affiliates`, { q });
+    const queue = await getApprovalQueue(db, context, QUEUE_SHOWN);
     const body = html`
       <div class="page-head"><h1>Affiliates</h1><a class="button" href="${base}/affiliates/new">New affiliate</a></div>
+      ${queue.count > 0
+        ? html`<section class="card" aria-labelledby="approval-queue">
+            <h2 id="approval-queue">Waiting for approval <span class="badge" data-stat="pending-signups">${queue.count}</span></h2>
+            <p class="muted">Sign-ups from your portal. Approving makes the affiliate active and e-mails them their link.${queue.count > QUEUE_SHOWN ? ` The oldest ${QUEUE_SHOWN} are shown.` : ''}</p>
+            <div class="table-wrap"><table>
+              <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Signed up</th><th scope="col"><span class="visually-hidden">Decision</span></th></tr></thead>
+              <tbody>${queue.rows.map(
+                (a) => html`<tr>
+                  <td><a href="${base}/affiliates/${a.id}">${a.first_name} ${a.last_name}</a></td>
+                  <td>${a.email}</td>
+                  <td>${formatTime(a.created_at)}</td>
+                  <td>${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Approve', { className: 'small', ariaLabel: `Approve ${a.first_name} ${a.last_name}`, fields: html`<input type="hidden" name="approval" value="approved">` })}
+                    ${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Reject', { className: 'danger small', ariaLabel: `Reject ${a.first_name} ${a.last_name}`, fields: html`<input type="hidden" name="approval" value="rejected">` })}</td>
+                </tr>`,
+              )}</tbody>
+            </table></div>
+          </section>`
+        : ''}
       <form class="filters" method="get" action="${base}/affiliates" role="search">
         ${textField({ label: 'Search', name: 'q', type: 'search', value: q, help: 'The start of an e-mail or name.' }, noErrors)}
         <button type="submit" class="secondary">Search</button>
@@ -302,6 +326,14 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     } catch (error) {
       return editPage(request, reply, form, formErrorsOf(error));
     }
+  });
+
+  app.post('/affiliates/:affiliateId/approval', async (request, reply) => {
+    const { context, base } = currentProgram(request);
+    const { affiliateId } = request.params as { affiliateId: string };
+    const approval = readForm(request).approval === 'approved' ? 'approved' : 'rejected';
+    await updateAffiliate(db, context, affiliateId, { approval });
+    return redirectDone(reply, `${base}/affiliates`, approval);
   });
 
   app.post('/affiliates/:affiliateId/status', async (request, reply) => {

@@ -6,7 +6,7 @@ import { isOperator } from '../../modules/users/user.service.ts';
 import { html } from '../html.ts';
 import { csrfField, postButton, renderPage } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, redirectDone, sendPage } from './dashboard-page.ts';
-import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, selectField, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { checkboxField, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, selectField, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { programFields, programFormValues, programInputOf } from './programs.routes.ts';
 
 // Settings: the program's own fields, and the integrations (automation tools) this Tandem
@@ -16,11 +16,34 @@ import { programFields, programFormValues, programInputOf } from './programs.rou
 const DONE = {
   saved: 'Program saved.',
   'plan-saved': 'Commission plan saved. It applies to sales recorded from now on; recorded sales keep their commission.',
+  'portal-saved': 'Portal saved.',
   'integration-added': 'Integration added. Its users can now connect it to their programs.',
   'integration-removed': 'Integration removed. Tokens it already issued keep working until revoked under Connected apps.',
 };
 
-type Section = 'program' | 'plan' | 'integration';
+type Section = 'program' | 'plan' | 'portal' | 'integration';
+
+const PORTAL_FIELDS = { 'portal/slug': 'portalSlug', 'portal/signup': 'portalSignup', 'portal/color': 'portalColor', 'portal/terms': 'portalTerms' };
+
+function portalFormValues(program: Program): FormValues {
+  return {
+    portalSlug: program.portal.slug,
+    portalSignup: program.portal.signup,
+    portalColor: program.portal.color,
+    portalTerms: program.portal.terms,
+    portalLinksAllowed: program.portal.linksAllowed ? 'on' : '',
+  };
+}
+
+function portalInputOf(form: FormValues): Partial<Omit<ProgramInput, 'ownerUserId'>> {
+  return {
+    portalSlug: form.portalSlug ?? '',
+    portalSignup: form.portalSignup ?? '',
+    portalColor: form.portalColor ?? '',
+    portalTerms: form.portalTerms ?? '',
+    portalLinksAllowed: form.portalLinksAllowed === 'on',
+  };
+}
 
 /** The plan form's errors come back with the API's pointers (#/commission/holdDays): each goes beside its field. */
 const PLAN_FIELDS = {
@@ -67,6 +90,9 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const programErrors = failed?.section === 'program' ? failed.errors : noErrors;
     const planErrors = failed?.section === 'plan' ? failed.errors : noErrors;
     const planValues = failed?.section === 'plan' ? failed.values : planFormValues(program);
+    const portalErrors = failed?.section === 'portal' ? failed.errors : noErrors;
+    const portalValues = failed?.section === 'portal' ? failed.values : portalFormValues(program);
+    const portalUrl = `${config.siteUrl}/portal/${program.portal.slug}`;
     const integrationErrors = failed?.section === 'integration' ? failed.errors : noErrors;
     const integrationValues = failed?.section === 'integration' ? failed.values : {};
 
@@ -99,6 +125,23 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
             ${textField({ label: `Minimum payout (${program.currency})`, name: 'minimumPayout', type: 'number', value: planValues.minimumPayout, help: 'A payout run pays balances of at least this much; smaller ones wait.', attrs: html`min="0" step="any" inputmode="decimal"` }, planErrors)}
           </div>
           <div class="actions"><button type="submit">Save plan</button></div>
+        </form>
+      </section>
+
+      <section class="card" aria-labelledby="affiliate-portal">
+        <h2 id="affiliate-portal">Affiliate portal</h2>
+        <p>Share <a href="${portalUrl}">${portalUrl}</a>: affiliates join ${program.name}'s program there, in its name, logo and colour.</p>
+        ${portalErrors.message ? html`<p class="error" role="alert">${portalErrors.message}</p>` : ''}
+        <form method="post" action="${base}/settings/portal" novalidate>
+          ${csrfField(request.session!)}
+          <div class="form-grid">
+            ${textField({ label: 'Portal address', name: 'portalSlug', value: portalValues.portalSlug, required: true, autocomplete: 'off', help: `${config.siteUrl}/portal/… — lowercase letters, digits and hyphens.`, attrs: html`maxlength="64"` }, portalErrors)}
+            ${selectField({ label: 'Who may join', name: 'portalSignup', value: portalValues.portalSignup, options: [['approval', 'Anyone, after my approval'], ['open', 'Anyone, at once'], ['invite', 'Only affiliates I add']] }, portalErrors)}
+            ${textField({ label: 'Colour', name: 'portalColor', type: 'color', value: portalValues.portalColor, help: 'Buttons and links of the portal; pick one white text reads well on.' }, portalErrors)}
+            <div class="wide">${textareaField({ label: 'Program terms', name: 'portalTerms', value: portalValues.portalTerms, rows: 5, help: 'Optional. When set, affiliates must accept them to join.' }, portalErrors)}</div>
+            ${checkboxField({ label: 'Affiliates may add links of their own', name: 'portalLinksAllowed', checked: portalValues.portalLinksAllowed === 'on' }, portalErrors)}
+          </div>
+          <div class="actions"><button type="submit">Save portal</button></div>
         </form>
       </section>
 
@@ -180,6 +223,17 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       return redirectDone(reply, `${base}/settings#commission-plan`, 'plan-saved');
     } catch (error) {
       return settingsPage(request, reply, { section: 'plan', values: form, errors: formErrorsOf(error, PLAN_FIELDS) });
+    }
+  });
+
+  app.post('/settings/portal', async (request, reply) => {
+    const { program, base } = currentProgram(request);
+    const form = readForm(request);
+    try {
+      await updateProgram(db, currentUser(request).id, program.id, portalInputOf(form) as Omit<ProgramInput, 'ownerUserId'>, clock);
+      return redirectDone(reply, `${base}/settings#affiliate-portal`, 'portal-saved');
+    } catch (error) {
+      return settingsPage(request, reply, { section: 'portal', values: form, errors: formErrorsOf(error, PORTAL_FIELDS) });
     }
   });
 
