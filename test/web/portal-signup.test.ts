@@ -69,7 +69,9 @@ describe('signing up', () => {
     const jane = person('jane');
     const { page, response } = await signUp(slug, jane);
     assert.match(page.text, /Join Acme Outdoor&#39;s affiliate program|Join Acme Outdoor's affiliate program/);
-    assert.match(page.text, /--brand: #3b5bdb/);
+    assert.match(page.text, new RegExp(`<link rel="stylesheet" href="/portal/${slug}/theme.css">`));
+    const theme = await new WebClient(t.url).get(`/portal/${slug}/theme.css`);
+    assert.equal(theme.text, 'body.portal { --brand: #3b5bdb; --brand-dark: #3b5bdb; }\n', 'the colour comes as a stylesheet (no inline style under the CSP)');
     assert.equal(response.status, 303);
     assert.equal(response.location, `/portal/${slug}?joined=pending`);
     const affiliate = (await api.get(`/affiliates?email=${encodeURIComponent(jane.email)}`)).body;

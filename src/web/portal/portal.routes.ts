@@ -33,8 +33,9 @@ function portalPage(program: ProgramRow, title: string, body: SafeHtml, flash?: 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · ${program.name}</title>
 <link rel="stylesheet" href="/assets/app.css">
+<link rel="stylesheet" href="/portal/${program.portal_slug}/theme.css">
 </head>
-<body class="portal" style="--brand: ${program.portal_color}; --brand-dark: ${program.portal_color}">
+<body class="portal">
 <a class="skip" href="#main">Skip to content</a>
 <header class="top portal-head">
   ${program.logo_url ? html`<img src="${program.logo_url}" alt="" class="portal-logo">` : ''}
@@ -84,6 +85,17 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       .type('text/html; charset=utf-8')
       .send(portalPage(program, 'Join', body, joined ? { kind: 'ok', text: joined } : errors.message ? { kind: 'error', text: 'Nothing was sent: check the form below.' } : undefined));
   }
+
+  // The program's colour as a stylesheet: pages allow no inline style (CSP style-src 'self').
+  app.get('/portal/:slug/theme.css', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    // portal_color is validated as #rrggbb when saved, so it is safe inside CSS.
+    return reply
+      .type('text/css; charset=utf-8')
+      .header('cache-control', 'public, max-age=300')
+      .send(`body.portal { --brand: ${program.portal_color}; --brand-dark: ${program.portal_color}; }\n`);
+  });
 
   app.get('/portal/:slug', async (request, reply) => {
     const program = await programOf(request);
