@@ -67,6 +67,7 @@ function importBoundaries() {
         'src/modules/tokens/token.service.ts',
         'src/modules/ledger/*.service.ts',
         'src/modules/payouts/*.service.ts',
+        'src/modules/portal/*.service.ts',
       ],
       rules: rule([notHttp, notWeb]),
     },

@@ -29,6 +29,7 @@ import { webhookRoutes } from './modules/webhooks/webhook.routes.ts';
 import { eventRoutes } from './modules/events/event.routes.ts';
 import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
+import { portalApiRoutes } from './modules/portal/portal.routes.ts';
 import { webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
@@ -137,6 +138,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
       for (const routes of [
         programRoutes,
         affiliateRoutes,
+        portalApiRoutes,
         linkRoutes,
         referralRoutes,
         saleRoutes,

@@ -30,6 +30,8 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'webhook_fanout', key: ['program_id'] },
   { name: 'idempotency_keys', key: ['program_id', 'key'] },
   { name: 'mail_outbox', key: ['id'] },
+  { name: 'portal_login_tokens', key: ['token_hash'] },
+  { name: 'portal_sessions', key: ['id_hash'] },
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },

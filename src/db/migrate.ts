@@ -14,6 +14,7 @@ import * as clickDays from './migrations/2026-11-25T0200-click-days.ts';
 import * as commissionLedger from './migrations/2026-11-26T0100-commission-ledger.ts';
 import * as mailOutbox from './migrations/2026-11-26T0200-mail-outbox.ts';
 import * as portal from './migrations/2026-11-26T0300-portal.ts';
+import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0100-commission-ledger': commissionLedger,
   '2026-11-26T0200-mail-outbox': mailOutbox,
   '2026-11-26T0300-portal': portal,
+  '2026-11-26T0400-portal-login': portalLogin,
 };
 
 export class MigrationError extends Error {}

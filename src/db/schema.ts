@@ -197,6 +197,27 @@ export interface PayoutsTable {
   updated_at: Timestamp;
 }
 
+/** A one-time portal login link: its hash, the one affiliate it signs in, until when, and whether it was used. */
+export interface PortalLoginTokensTable {
+  token_hash: string;
+  program_id: string;
+  affiliate_id: string;
+  /** email: sent by Tandem (15 minutes); app: handed out by the merchant's app (5 minutes). */
+  purpose: 'email' | 'app';
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+/** A signed-in affiliate in one program's portal (the cookie holds the id; only its hash is stored). */
+export interface PortalSessionsTable {
+  id_hash: string;
+  program_id: string;
+  affiliate_id: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
 /** An e-mail to send: written with the change that causes it, sent (and retried) by the worker. */
 export interface MailOutboxTable {
   id: string;
@@ -459,6 +480,8 @@ export interface Database {
   commission_entries: CommissionEntriesTable;
   payouts: PayoutsTable;
   mail_outbox: MailOutboxTable;
+  portal_login_tokens: PortalLoginTokensTable;
+  portal_sessions: PortalSessionsTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

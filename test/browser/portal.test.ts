@@ -6,21 +6,27 @@ import { launchChromium, newContext } from '../helpers/browser.ts';
 import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { uniqueEmail } from '../helpers/fixtures.ts';
+import { issueToken } from '../../src/modules/tokens/token.service.ts';
+import { apiClient } from '../helpers/test-server.ts';
+import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
 
 // Joining through the portal in real Chromium (issue 19): the program's colour applies under
 // the pages' CSP (no inline style), the terms must be ticked, and the sign-up lands pending.
 
 let test: TestServer;
 let browser: Browser;
+let smtp: SmtpReceiver;
 
 before(async () => {
-  test = await startTestServer({ worker: false });
+  smtp = await startSmtpReceiver();
+  test = await startTestServer({ smtpUrl: smtp.url });
   browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
   await test?.close();
+  await smtp?.close();
 });
 
 describe('the portal in Chromium', () => {
@@ -62,4 +68,42 @@ describe('the portal in Chromium', () => {
       }
     });
   }
+
+  it('an approved affiliate signs in from the e-mail, sees exactly its own figures, and cannot use the link twice', async () => {
+    const db = test.server.database.db;
+    const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
+    const program = await createProgram(db, { ownerUserId: owner.id, name: 'Login Outdoor', domain: 'acme.example', commissionRate: 20 });
+    await updateProgramSettings(db, program.id, { holdDays: 0 });
+    const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
+    const api = apiClient(test.url, token, program.id);
+    const jane = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
+    const sam = (await api.post('/affiliates', { firstName: 'Sam', lastName: 'Other', email: uniqueEmail('sam') })).body;
+    await api.post('/sales', { referralId: jane.id, email: uniqueEmail('c'), name: 'C', totalEarned: 250 });
+    await api.post('/sales', { referralId: sam.id, email: uniqueEmail('c'), name: 'C', totalEarned: 999 });
+
+    const context = await newContext(browser);
+    try {
+      const page = await context.newPage();
+      await page.goto(`${test.url}/portal/${program.portal.slug}/login`);
+      await page.getByLabel('E-mail').fill(jane.email);
+      await page.getByRole('button', { name: 'E-mail me a link' }).click();
+      await page.getByText('a sign-in link is on its way').waitFor();
+      const mail = await smtp.waitFor((m) => m.to.includes(jane.email), 'the login e-mail');
+      const link = /http:\/\/tandem\.test(\/portal\/\S+)/.exec(mail.text)![1]!;
+
+      await page.goto(`${test.url}${link}`);
+      await page.getByRole('heading', { name: 'Sign in as Jane Cooper' }).waitFor();
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`**/portal/${program.portal.slug}/home`);
+      assert.equal((await page.locator('[data-stat="revenue"]').innerText()).split(' ')[0], '$250.00', "Jane's revenue, not Sam's");
+      assert.equal((await page.locator('[data-stat="due"]').innerText()).trim(), '$50.00');
+      assert.ok((await page.content()).includes(`?ref=${jane.link}`));
+      assert.ok(!(await page.content()).includes(sam.link), "nothing of another affiliate's");
+
+      await page.goto(`${test.url}${link}`);
+      await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
 });

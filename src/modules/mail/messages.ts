@@ -5,7 +5,7 @@ import { minorUnitDigits } from '../../domain/money.ts';
 // (names, program names) is escaped in the HTML; the text part is the message itself.
 
 export interface OutgoingMail {
-  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved';
+  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link';
   to: string;
   subject: string;
   text: string;
@@ -74,5 +74,20 @@ export function approvedMail(program: ProgramContext, affiliate: NewAffiliate, l
     to: affiliate.email,
     subject: `You are approved: ${program.name}'s affiliate program`,
     ...compose([`Hello ${affiliate.firstName},`, `${program.name} has approved you as an affiliate. Share your link; every customer who comes through it is credited to you:`, linkUrl]),
+  };
+}
+
+/** The one-time login link to an affiliate's portal (15 minutes). */
+export function loginLinkMail(program: ProgramContext, affiliate: NewAffiliate, url: string): OutgoingMail {
+  return {
+    kind: 'login_link',
+    to: affiliate.email,
+    subject: `Your link to ${program.name}'s affiliate portal`,
+    ...compose([
+      `Hello ${affiliate.firstName},`,
+      `Open this link to sign in to ${program.name}'s affiliate portal. It works once, for 15 minutes:`,
+      url,
+      'If you did not ask for it, ignore this e-mail: nobody can sign in without the link.',
+    ]),
   };
 }

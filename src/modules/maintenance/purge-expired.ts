@@ -17,6 +17,7 @@ export interface PurgedCounts {
   attemptCounters: number;
   clicks: number;
   mail: number;
+  portalLogins: number;
 }
 
 /** How long what the purge deletes is kept, where the operator decides. */
@@ -44,13 +45,14 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString()),
     clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
     mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
+    portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso)),
   };
 }
 
 function inBatches(
   db: Db,
-  table: 'sessions' | 'authorization_codes' | 'idempotency_keys' | 'attempt_counters',
-  key: 'id_hash' | 'code_hash' | 'key',
+  table: 'sessions' | 'authorization_codes' | 'idempotency_keys' | 'attempt_counters' | 'portal_login_tokens' | 'portal_sessions',
+  key: 'id_hash' | 'code_hash' | 'key' | 'token_hash',
   column: 'expires_at' | 'created_at' | 'window_started_at',
   before: string,
 ): Promise<number> {

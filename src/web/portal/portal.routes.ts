@@ -11,14 +11,34 @@ import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modu
 import { throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import { ensureCsrfBinding } from '../session.ts';
+import { cookieOptions, ensureCsrfBinding } from '../session.ts';
+import { createHash } from 'node:crypto';
+import { countAttempt } from '../../modules/throttling/attempt-counter.ts';
+import { addressKey } from '../../http/client-address.ts';
+import { normaliseEmail } from '../../domain/email.ts';
+import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
+import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
+import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
+import { formatAmount, formatTime } from '../dashboard/format.ts';
 import { checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, type FormErrors, type FormValues } from '../dashboard/forms.ts';
 
 // The affiliate portal (issue 19): one page per program at /portal/{slug}, in the program's
-// name, logo and colour. This part is joining: the sign-up form under the program's policy —
-// open (in at once), approval (pending until the merchant decides; the default) or invite (no
-// form). A sign-up is an affiliate like any other (affiliate.created), made in one transaction
-// with its e-mail. Sign-ups count against the same per-address limit as account sign-ups.
+// name, logo and colour.
+// - Joining: the sign-up form under the program's policy — open (in at once), approval
+//   (pending until the merchant decides; the default) or invite (no form). A sign-up is an
+//   affiliate like any other (affiliate.created), made in one transaction with its e-mail, and
+//   counts against the same per-address limit as account sign-ups.
+// - Signing in without a password: a one-time link by e-mail; opening it shows a button (a
+//   POST) that signs in, so a mail scanner opening the link uses nothing. The portal session's
+//   cookie is its own, scoped to /portal/{slug}: a merchant's session never opens it, and it
+//   opens no other program's portal.
+// - What a signed-in affiliate sees: its figures (the same as the API's and the ledger's), its
+//   links, codes and payouts; me.json gives the same as JSON.
+
+const PORTAL_COOKIE = 'tandem_portal';
+/** Login e-mails: per client address (then 429), and per e-mail address (then none are sent, with the same answer: nobody's inbox can be flooded, nobody is locked out — earlier links still work). */
+const LOGIN_ADDRESS_LIMIT = { max: 10, windowMs: 60_000 };
+const LOGIN_EMAIL_LIMIT = { max: 3, windowMs: 15 * 60_000 };
 
 const JOINED: Record<string, string> = {
   open: 'Welcome aboard! We have e-mailed you your link to share.',
@@ -100,8 +120,150 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
   app.get('/portal/:slug', async (request, reply) => {
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
+    if (await signedIn(request, program)) return reply.redirect(`/portal/${program.portal_slug}/home`);
     return joinPage(request, reply, program);
   });
+
+  /** The affiliate this request's portal cookie signs in to this program, if any. */
+  async function signedIn(request: FastifyRequest, program: ProgramRow): Promise<AffiliateRow | undefined> {
+    const sessionId = request.cookies[PORTAL_COOKIE];
+    return sessionId ? portalSessionAffiliate(db, toProgramContext(program, clock), sessionId) : undefined;
+  }
+
+  const portalCookie = (program: ProgramRow) => ({ ...cookieOptions(services.config), path: `/portal/${program.portal_slug}` });
+
+  function loginPage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, sentTo?: string, status = 200) {
+    const body = html`<div class="card narrow">
+      <h1>Sign in to ${program.name}'s affiliate portal</h1>
+      ${sentTo
+        ? html`<p role="status">If <strong>${sentTo}</strong> belongs to an approved affiliate of ${program.name}, a sign-in link is on its way. It works once, for 15 minutes.</p>`
+        : html`<p class="lead">No password: we e-mail you a link that signs you in.</p>`}
+      <form method="post" action="/portal/${program.portal_slug}/login" novalidate>
+        ${csrfField(ensureCsrfBinding(services, request, reply))}
+        ${textField({ label: 'E-mail', name: 'email', type: 'email', required: true, autocomplete: 'email', attrs: html`maxlength="254"` }, noErrors)}
+        <div class="actions"><button type="submit">E-mail me a link</button></div>
+      </form>
+      ${program.portal_signup === 'invite' ? '' : html`<p>Not an affiliate yet? <a href="/portal/${program.portal_slug}">Join</a>.</p>`}
+    </div>`;
+    return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(portalPage(program, 'Sign in', body));
+  }
+
+  app.get('/portal/:slug/login', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    return loginPage(request, reply, program);
+  });
+
+  app.post('/portal/:slug/login', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const email = (readForm(request).email ?? '').trim();
+    const now = clock();
+    const wait = await countAttempt(db, `portal-login:address:${addressKey(request.ip)}`, LOGIN_ADDRESS_LIMIT, now);
+    if (wait !== null) {
+      reply.header('retry-after', String(wait));
+      throw new ApiError('rate_limited', `Too many sign-in requests from your network. Try again in ${wait} seconds.`);
+    }
+    if (email.length > 0 && email.length <= 254 && email.includes('@')) {
+      const perEmail = `portal-login:email:${program.id}:${createHash('sha256').update(normaliseEmail(email).key).digest('hex')}`;
+      if ((await countAttempt(db, perEmail, LOGIN_EMAIL_LIMIT, now)) === null) {
+        await sendLoginLink(db, toProgramContext(program, clock), email, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
+      }
+    }
+    return loginPage(request, reply, program, email || 'that address');
+  });
+
+  /** The page a login link opens: nothing is used until its button is pressed. */
+  app.get('/portal/:slug/login/:token', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const { token } = request.params as { token: string };
+    const holder = token.length <= 100 ? await loginLinkHolder(db, toProgramContext(program, clock), token) : undefined;
+    const body = holder
+      ? html`<div class="card narrow"><h1>Sign in as ${holder.first_name} ${holder.last_name}</h1>
+          <p>To ${program.name}'s affiliate portal.</p>
+          <form method="post" action="/portal/${program.portal_slug}/login/${token}">
+            ${csrfField(ensureCsrfBinding(services, request, reply))}
+            <div class="actions"><button type="submit">Sign in</button></div>
+          </form></div>`
+      : html`<div class="card narrow"><h1>This link no longer works</h1>
+          <p>A sign-in link works once, for a short time. <a href="/portal/${program.portal_slug}/login">Ask for a new one</a>.</p></div>`;
+    return reply
+      .code(holder ? 200 : 410)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('referrer-policy', 'no-referrer')
+      .send(portalPage(program, 'Sign in', body));
+  });
+
+  app.post('/portal/:slug/login/:token', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const { token } = request.params as { token: string };
+    const sessionId = token.length <= 100 ? await signInWithLink(db, toProgramContext(program, clock), token) : null;
+    if (!sessionId) return reply.redirect(`/portal/${program.portal_slug}/login/${encodeURIComponent(token)}`, 303);
+    reply.setCookie(PORTAL_COOKIE, sessionId, { ...portalCookie(program), maxAge: PORTAL_SESSION_MS / 1000 });
+    return reply.redirect(`/portal/${program.portal_slug}/home`, 303);
+  });
+
+  app.post('/portal/:slug/logout', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const sessionId = request.cookies[PORTAL_COOKIE];
+    if (sessionId) await signOut(db, sessionId);
+    reply.clearCookie(PORTAL_COOKIE, portalCookie(program));
+    return reply.redirect(`/portal/${program.portal_slug}/login`, 303);
+  });
+
+  app.get('/portal/:slug/me.json', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const affiliate = await signedIn(request, program);
+    if (!affiliate) return reply.code(401).header('cache-control', 'no-store').send({ error: 'Sign in to the portal first.' });
+    return reply.header('cache-control', 'no-store').send(await getPortalView(db, toProgramContext(program, clock), affiliate));
+  });
+
+  app.get('/portal/:slug/home', async (request, reply) => {
+    const program = await programOf(request);
+    if (!program) return reply.callNotFound();
+    const affiliate = await signedIn(request, program);
+    if (!affiliate) return reply.redirect(`/portal/${program.portal_slug}/login`);
+    const view = await getPortalView(db, toProgramContext(program, clock), affiliate);
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(portalPage(program, 'Your figures', homeBody(request, reply, program, view)));
+  });
+
+  function homeBody(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, view: PortalView): SafeHtml {
+    const money = (amount: number) => formatAmount(amount, program.currency);
+    return html`
+      <div class="page-head"><h1>Hello ${view.affiliate.firstName}</h1>
+        <form method="post" action="/portal/${program.portal_slug}/logout" class="inline">${csrfField(ensureCsrfBinding(services, request, reply))}<button type="submit" class="secondary small">Sign out</button></form>
+      </div>
+      <section class="card" aria-labelledby="figures"><h2 id="figures">Your figures</h2>
+        <dl class="details">
+          <dt>Clicks</dt><dd data-stat="clicks">${view.stats.clicks}</dd>
+          <dt>Referred customers</dt><dd data-stat="referrals">${view.stats.referrals}</dd>
+          <dt>Sales</dt><dd data-stat="sales">${view.stats.sales}</dd>
+          <dt>Revenue</dt><dd data-stat="revenue">${money(view.stats.revenue)} <span class="muted">(net of refunds)</span></dd>
+          <dt>Commission waiting for refunds</dt><dd data-stat="pending">${money(view.commission.pending)}</dd>
+          <dt>Commission due</dt><dd data-stat="due">${money(view.commission.due)}</dd>
+          <dt>Commission paid</dt><dd data-stat="paid">${money(view.commission.paid)}</dd>
+        </dl>
+      </section>
+      <h2 id="links">Your links</h2>
+      ${view.links.map(
+        (l, i) => html`<div class="secret-box"><pre class="secret" id="link-${i}">${l.fullURLs[0]?.fullUrl ?? l.link}</pre><button type="button" class="secondary" data-copy="link-${i}" hidden>Copy</button></div>`,
+      )}
+      <h2>Your promotional codes</h2>
+      ${view.promotionalCodes.length === 0
+        ? html`<p class="empty">No codes yet.</p>`
+        : html`<ul>${view.promotionalCodes.map((c) => html`<li><code>${c.code}</code> — ${c.coupon.name}</li>`)}</ul>`}
+      <h2>Your payouts</h2>
+      ${view.payouts.length === 0
+        ? html`<p class="empty">No payouts yet.</p>`
+        : html`<div class="table-wrap"><table><thead><tr><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Made</th><th scope="col">Paid</th></tr></thead>
+            <tbody>${view.payouts.map((p) => html`<tr><td class="num">${money(p.amount)}</td><td>${p.status}</td><td>${formatTime(p.createdAt)}</td><td>${formatTime(p.paidAt)}</td></tr>`)}</tbody></table></div>`}
+      <script src="/assets/dashboard.js" defer></script>`;
+  }
 
   app.post('/portal/:slug/signup', async (request, reply) => {
     const program = await programOf(request);

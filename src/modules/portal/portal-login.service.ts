@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { inTransaction, type Db } from '../../db/transaction.ts';
+import { normaliseEmail } from '../../domain/email.ts';
+import { ApiError, notFound } from '../../domain/errors.ts';
+import { randomToken } from '../../domain/ids.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
+import { queueMail } from '../mail/mail.service.ts';
+import { loginLinkMail } from '../mail/messages.ts';
+import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, insertLoginToken, insertPortalSession } from './portal-login.repository.ts';
+
+// Passwordless login to an affiliate portal (issue 19 item 2). A link is 256 random bits, kept
+// only as its SHA-256 hash, bound to one affiliate of one program, valid 15 minutes (e-mail)
+// or 5 (handed out by the merchant's app), used once. Opening the link uses nothing (mail
+// scanners open every link): its page's button, a POST, signs in. Only an approved, active
+// affiliate can sign in.
+
+export const EMAIL_LINK_MS = 15 * 60_000;
+export const APP_LINK_MS = 5 * 60_000;
+export const PORTAL_SESSION_MS = 14 * 86_400_000;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+export interface PortalAddress {
+  /** {SITE_URL}/portal/{slug} */
+  portalUrl: string;
+}
+
+function canSignIn(affiliate: AffiliateRow | undefined): affiliate is AffiliateRow {
+  return affiliate !== undefined && affiliate.status === 'active' && affiliate.approval === 'approved';
+}
+
+async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRow, purpose: 'email' | 'app', portal: PortalAddress) {
+  const token = randomToken(32);
+  const now = program.clock();
+  const expiresAt = new Date(now.getTime() + (purpose === 'email' ? EMAIL_LINK_MS : APP_LINK_MS)).toISOString();
+  const url = `${portal.portalUrl}/login/${token}`;
+  await inTransaction(db, async (tx) => {
+    await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, purpose, expires_at: expiresAt, created_at: now.toISOString() });
+    if (purpose === 'email') await queueMail(tx, program.id, loginLinkMail(program, { firstName: affiliate.first_name, email: affiliate.email }, url), now.toISOString());
+  });
+  return { url, expiresAt };
+}
+
+/**
+ * The portal's "e-mail me a link": sends one when the address is an approved, active affiliate
+ * of the program, and does nothing otherwise — the caller answers the same either way.
+ */
+export async function sendLoginLink(db: Db, program: ProgramContext, email: string, portal: PortalAddress): Promise<void> {
+  const affiliate = await findAffiliate(db, program.id, { emailKey: normaliseEmail(email).key });
+  if (canSignIn(affiliate)) await issueLink(db, program, affiliate, 'email', portal);
+}
+
+/** POST /affiliates/portal-link: a 5-minute link for the merchant's app to hand to a signed-in affiliate. */
+export async function createPortalLink(db: Db, program: ProgramContext, by: { affiliateId?: string; email?: string }, portal: PortalAddress): Promise<{ url: string; expiresAt: string }> {
+  if (by.affiliateId === undefined && by.email === undefined) {
+    throw new ApiError('validation_failed', 'Name the affiliate.', [{ pointer: '#/affiliateId', detail: 'affiliateId or email is required' }]);
+  }
+  const affiliate = await findAffiliate(db, program.id, { id: by.affiliateId, emailKey: by.email === undefined ? undefined : normaliseEmail(by.email).key });
+  if (!affiliate) throw notFound('Affiliate');
+  if (!canSignIn(affiliate)) throw new ApiError('affiliate_inactive', 'The affiliate is not approved and active, so it cannot sign in to the portal.');
+  return issueLink(db, program, affiliate, 'app', portal);
+}
+
+/** Whom a login link would sign in (for its page), without using it; undefined when unusable. */
+export async function loginLinkHolder(db: Db, program: ProgramContext, token: string): Promise<AffiliateRow | undefined> {
+  const affiliateId = await findUsableToken(db, program.id, sha256(token), program.clock().toISOString());
+  const affiliate = affiliateId === undefined ? undefined : await findAffiliate(db, program.id, { id: affiliateId });
+  return canSignIn(affiliate) ? affiliate : undefined;
+}
+
+/** Uses a login link and opens a portal session; the session id (the cookie's value), or null when the link is unusable. */
+export async function signInWithLink(db: Db, program: ProgramContext, token: string): Promise<string | null> {
+  const now = program.clock();
+  return inTransaction(db, async (tx) => {
+    const affiliateId = await consumeToken(tx, program.id, sha256(token), now.toISOString());
+    if (affiliateId === undefined) return null;
+    if (!canSignIn(await findAffiliate(tx, program.id, { id: affiliateId }))) return null;
+    const sessionId = randomToken(32);
+    await insertPortalSession(tx, { id_hash: sha256(sessionId), program_id: program.id, affiliate_id: affiliateId, created_at: now.toISOString(), expires_at: new Date(now.getTime() + PORTAL_SESSION_MS).toISOString() });
+    return sessionId;
+  });
+}
+
+/** The affiliate a portal session cookie stands for in this program (approved and active), or undefined. */
+export async function portalSessionAffiliate(db: Db, program: ProgramContext, sessionId: string): Promise<AffiliateRow | undefined> {
+  if (sessionId.length > 100) return undefined;
+  const affiliateId = await findPortalSession(db, program.id, sha256(sessionId), program.clock().toISOString());
+  const affiliate = affiliateId === undefined ? undefined : await findAffiliate(db, program.id, { id: affiliateId });
+  return canSignIn(affiliate) ? affiliate : undefined;
+}
+
+export async function signOut(db: Db, sessionId: string): Promise<void> {
+  await deletePortalSession(db, sha256(sessionId));
+}

@@ -1,0 +1,52 @@
+import type { Db } from '../../db/transaction.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
+import type { AffiliateRow } from '../affiliates/affiliate.repository.ts';
+import type { Affiliate } from '../affiliates/affiliate.schema.ts';
+import { serializeAffiliate } from '../affiliates/affiliate.service.ts';
+import type { AffiliateLink } from '../affiliates/link.schema.ts';
+import { getAffiliateLinks } from '../affiliates/link.service.ts';
+import type { PromotionalCode } from '../coupons/promotional-code.schema.ts';
+import { serializeCodes } from '../coupons/promotional-code.serializer.ts';
+import { getPromotionalCodePage } from '../coupons/promotional-code.service.ts';
+import { getLedgerBalance } from '../ledger/commission.service.ts';
+import type { Payout } from '../payouts/payout.schema.ts';
+import { getPayoutPage, serializePayout } from '../payouts/payout.service.ts';
+
+/** What a signed-in affiliate sees: the portal page and me.json (CONTRACT "Affiliate portal"), the same figures as the API and the ledger. */
+export interface PortalView {
+  affiliate: Affiliate;
+  stats: { clicks: number; referrals: number; sales: number; revenue: number };
+  commission: { pending: number; due: number; paid: number };
+  links: AffiliateLink[];
+  promotionalCodes: PromotionalCode[];
+  payouts: Payout[];
+}
+
+/** The newest codes and payouts a portal shows. */
+const SHOWN = 100;
+
+export async function getPortalView(db: Db, program: ProgramContext, row: AffiliateRow): Promise<PortalView> {
+  const affiliate = serializeAffiliate(row, program);
+  const [links, codeRows, balance, payoutRows] = await Promise.all([
+    getAffiliateLinks(db, program, affiliate),
+    getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+    getLedgerBalance(db, program, affiliate.id),
+    getPayoutPage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+  ]);
+  // Revenue net of refunds through the affiliate's links, summed exactly in minor units.
+  const revenueMinor = links.reduce((sum, link) => sum + toMinorUnits(link.totalRevenue, program.currency, '#/revenue'), 0);
+  return {
+    affiliate,
+    stats: {
+      clicks: affiliate.numberOfClicks,
+      referrals: affiliate.numberOfReferredUsers,
+      sales: links.reduce((sum, link) => sum + link.sales, 0),
+      revenue: fromMinorUnits(revenueMinor, program.currency),
+    },
+    commission: { pending: balance.pending, due: balance.due, paid: balance.paid },
+    links,
+    promotionalCodes: await serializeCodes(db, program, codeRows.slice(0, SHOWN)),
+    payouts: payoutRows.slice(0, SHOWN).map(serializePayout),
+  };
+}
