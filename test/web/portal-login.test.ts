@@ -177,6 +177,33 @@ describe('signing in by e-mail', () => {
   });
 });
 
+describe('what the affiliate changes in the portal', () => {
+  it('sets the payout e-mail, and adds links only when the program allows it', async () => {
+    const { api, slug, affiliate } = await programWithAffiliate('Self Outdoor');
+    const jane = await signIn(await loginLinkFor(slug, affiliate.email));
+    const home = await jane.get(`/portal/${slug}/home`);
+    const csrf = csrfOf(home.text);
+    const bad = await jane.post(`/portal/${slug}/payout-email`, { _csrf: csrf, payoutEmail: 'not-an-email' });
+    assert.equal(bad.status, 422);
+    assert.match(bad.text, /id="f-payoutEmail-error">/);
+    const saved = await jane.post(`/portal/${slug}/payout-email`, { _csrf: csrf, payoutEmail: 'Jane.Pays@Example.com' });
+    assert.equal(saved.status, 303);
+    assert.equal((await api.get(`/affiliates?id=${affiliate.id}`)).body.payoutEmail, 'Jane.Pays@Example.com');
+    assert.equal((await api.get('/events?type=affiliate.updated')).body.at(-1).data.payoutEmail, 'Jane.Pays@Example.com');
+
+    assert.equal((await jane.post(`/portal/${slug}/links`, { _csrf: csrf, link: 'jane-blog' })).status, 403, 'links are the merchant\'s to allow');
+    await updateProgramSettings(rawDb(t), (await api.get('/me')).body.id, { portalLinksAllowed: true });
+    const made = await jane.post(`/portal/${slug}/links`, { _csrf: csrf, link: 'jane-blog' });
+    assert.equal(made.status, 303);
+    assert.deepEqual((await api.get(`/links?affiliateId=${affiliate.id}`)).body.map((l: any) => l.link).sort(), [affiliate.link, 'jane-blog'].sort());
+    const taken = await jane.post(`/portal/${slug}/links`, { _csrf: csrf, link: 'JANE-BLOG' });
+    assert.equal(taken.status, 409);
+    assert.match(taken.text, /already used/);
+    assert.equal((await jane.post(`/portal/${slug}/links`, { link: 'no-token' })).status, 403, 'CSRF');
+    assert.equal((await visitor().post(`/portal/${slug}/links`, { _csrf: csrf, link: 'stranger' })).status, 403, 'no session, no CSRF binding');
+  });
+});
+
 describe('POST /api/v1/affiliates/portal-link', () => {
   it('gives a 5-minute, single-use link for an approved, active affiliate of the program only', async () => {
     const { api, slug, affiliate } = await programWithAffiliate('App Outdoor');

@@ -2,7 +2,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
-import { createAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { createAffiliate, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
+import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
+import { createLink } from '../../modules/affiliates/link.service.ts';
 import { CreateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { fullUrlsFor } from '../../modules/affiliates/link.service.ts';
 import { queueMail } from '../../modules/mail/mail.service.ts';
@@ -39,6 +42,8 @@ const PORTAL_COOKIE = 'tandem_portal';
 /** Login e-mails: per client address (then 429), and per e-mail address (then none are sent, with the same answer: nobody's inbox can be flooded, nobody is locked out — earlier links still work). */
 const LOGIN_ADDRESS_LIMIT = { max: 10, windowMs: 60_000 };
 const LOGIN_EMAIL_LIMIT = { max: 3, windowMs: 15 * 60_000 };
+/** Links an affiliate may have when adding their own in the portal. */
+const MAX_PORTAL_LINKS = 20;
 
 const JOINED: Record<string, string> = {
   open: 'Welcome aboard! We have e-mailed you your link to share.',
@@ -223,16 +228,77 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     return reply.header('cache-control', 'no-store').send(await getPortalView(db, toProgramContext(program, clock), affiliate));
   });
 
-  app.get('/portal/:slug/home', async (request, reply) => {
-    const program = await programOf(request);
-    if (!program) return reply.callNotFound();
-    const affiliate = await signedIn(request, program);
-    if (!affiliate) return reply.redirect(`/portal/${program.portal_slug}/login`);
+  const HOME_DONE: Record<string, string> = { 'payout-email': 'Payout e-mail saved.', 'link-created': 'Link added.' };
+
+  async function homePage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, affiliate: AffiliateRow, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }) {
     const view = await getPortalView(db, toProgramContext(program, clock), affiliate);
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(portalPage(program, 'Your figures', homeBody(request, reply, program, view)));
+    const done = HOME_DONE[readQuery(request).done ?? ''];
+    const flash = failed ? { kind: 'error' as const, text: 'Nothing was saved: check the form below.' } : done ? { kind: 'ok' as const, text: done } : undefined;
+    return reply
+      .code(failed?.errors.status ?? 200)
+      .type('text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(portalPage(program, 'Your figures', homeBody(request, reply, program, view, failed), flash));
+  }
+
+  /** The signed-in affiliate of this portal, or a redirect to its login. */
+  async function requireAffiliate(request: FastifyRequest, reply: FastifyReply): Promise<{ program: ProgramRow; affiliate: AffiliateRow } | null> {
+    const program = await programOf(request);
+    if (!program) {
+      await reply.callNotFound();
+      return null;
+    }
+    const affiliate = await signedIn(request, program);
+    if (!affiliate) {
+      await reply.redirect(`/portal/${program.portal_slug}/login`, request.method === 'GET' ? 302 : 303);
+      return null;
+    }
+    return { program, affiliate };
+  }
+
+  app.get('/portal/:slug/home', async (request, reply) => {
+    const found = await requireAffiliate(request, reply);
+    return found ? homePage(request, reply, found.program, found.affiliate) : reply;
   });
 
-  function homeBody(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, view: PortalView): SafeHtml {
+  app.post('/portal/:slug/payout-email', async (request, reply) => {
+    const found = await requireAffiliate(request, reply);
+    if (!found) return reply;
+    const form = readForm(request);
+    try {
+      const body = { payoutEmail: (form.payoutEmail ?? '').trim() };
+      assertValidBody(UpdateAffiliateBody, body);
+      await updateAffiliate(db, toProgramContext(found.program, clock), found.affiliate.id, body);
+      return reply.redirect(`/portal/${found.program.portal_slug}/home?done=payout-email`, 303);
+    } catch (error) {
+      return homePage(request, reply, found.program, found.affiliate, { form: 'payout', values: form, errors: formErrorsOf(error) });
+    }
+  });
+
+  app.post('/portal/:slug/links', async (request, reply) => {
+    const found = await requireAffiliate(request, reply);
+    if (!found) return reply;
+    const { program, affiliate } = found;
+    if (!program.portal_links_allowed) return reply.code(403).type('text/html; charset=utf-8').send(portalPage(program, 'Not allowed', html`<div class="card narrow"><h1>Not allowed</h1><p>${program.name} does not let affiliates add links.</p></div>`));
+    const form = readForm(request);
+    try {
+      const context = toProgramContext(program, clock);
+      const view = await getPortalView(db, context, affiliate);
+      if (view.links.length >= MAX_PORTAL_LINKS) throw invalidField('#/link', `you have the most links an affiliate may add (${MAX_PORTAL_LINKS})`);
+      const link = (form.link ?? '').trim();
+      const body = { affiliateId: affiliate.id, ...(link === '' ? {} : { link }) };
+      assertValidBody(CreateLinkBody, body);
+      await createLink(db, context, body);
+      return reply.redirect(`/portal/${program.portal_slug}/home?done=link-created`, 303);
+    } catch (error) {
+      return homePage(request, reply, program, affiliate, { form: 'link', values: form, errors: formErrorsOf(error) });
+    }
+  });
+
+  function homeBody(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, view: PortalView, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }): SafeHtml {
+    const csrf = csrfField(ensureCsrfBinding(services, request, reply));
+    const payoutErrors = failed?.form === 'payout' ? failed.errors : noErrors;
+    const linkErrors = failed?.form === 'link' ? failed.errors : noErrors;
     const money = (amount: number) => formatAmount(amount, program.currency);
     return html`
       <div class="page-head"><h1>Hello ${view.affiliate.firstName}</h1>
@@ -253,6 +319,14 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       ${view.links.map(
         (l, i) => html`<div class="secret-box"><pre class="secret" id="link-${i}">${l.fullURLs[0]?.fullUrl ?? l.link}</pre><button type="button" class="secondary" data-copy="link-${i}" hidden>Copy</button></div>`,
       )}
+      ${program.portal_links_allowed
+        ? html`${linkErrors.message ? html`<p class="error" role="alert">${linkErrors.message}</p>` : ''}
+          <form class="filters" method="post" action="/portal/${program.portal_slug}/links" novalidate>
+            ${csrf}
+            ${textField({ label: 'Another link', name: 'link', value: failed?.form === 'link' ? failed.values.link : '', help: 'Letters, digits and hyphens. Empty: one is made for you.', autocomplete: 'off', attrs: html`maxlength="64"` }, linkErrors)}
+            <button type="submit" class="secondary">Add link</button>
+          </form>`
+        : ''}
       <h2>Your promotional codes</h2>
       ${view.promotionalCodes.length === 0
         ? html`<p class="empty">No codes yet.</p>`
@@ -262,6 +336,14 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
         ? html`<p class="empty">No payouts yet.</p>`
         : html`<div class="table-wrap"><table><thead><tr><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Made</th><th scope="col">Paid</th></tr></thead>
             <tbody>${view.payouts.map((p) => html`<tr><td class="num">${money(p.amount)}</td><td>${p.status}</td><td>${formatTime(p.createdAt)}</td><td>${formatTime(p.paidAt)}</td></tr>`)}</tbody></table></div>`}
+      <section class="card" aria-labelledby="payout-email"><h2 id="payout-email">Where we pay you</h2>
+        ${payoutErrors.message ? html`<p class="error" role="alert">${payoutErrors.message}</p>` : ''}
+        <form method="post" action="/portal/${program.portal_slug}/payout-email" novalidate>
+          ${csrf}
+          ${textField({ label: 'Payout e-mail', name: 'payoutEmail', type: 'email', value: failed?.form === 'payout' ? failed.values.payoutEmail : view.affiliate.payoutEmail, required: true, autocomplete: 'email', help: 'Your PayPal or Wise e-mail: payouts are sent there.', attrs: html`maxlength="254"` }, payoutErrors)}
+          <div class="actions"><button type="submit">Save</button></div>
+        </form>
+      </section>
       <script src="/assets/dashboard.js" defer></script>`;
   }
 
