@@ -334,7 +334,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       <h2>Your payouts</h2>
       ${view.payouts.length === 0
         ? html`<p class="empty">No payouts yet.</p>`
-        : html`<div class="table-wrap"><table><thead><tr><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Made</th><th scope="col">Paid</th></tr></thead>
+        : html`<div class="table-wrap" tabindex="0" role="region" aria-label="Your payouts"><table><thead><tr><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Made</th><th scope="col">Paid</th></tr></thead>
             <tbody>${view.payouts.map((p) => html`<tr><td class="num">${money(p.amount)}</td><td>${p.status}</td><td>${formatTime(p.createdAt)}</td><td>${formatTime(p.paidAt)}</td></tr>`)}</tbody></table></div>`}
       <section class="card" aria-labelledby="payout-email"><h2 id="payout-email">Where we pay you</h2>
         ${payoutErrors.message ? html`<p class="error" role="alert">${payoutErrors.message}</p>` : ''}
