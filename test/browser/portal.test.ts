@@ -102,6 +102,12 @@ describe('the portal in Chromium', () => {
 
       await page.goto(`${test.url}${link}`);
       await page.getByRole('heading', { name: 'This link no longer works' }).waitFor();
+      // Its session opens no other program's portal.
+      const other = await createProgram(db, { ownerUserId: owner.id, name: 'Other Outdoor', domain: 'other.example' });
+      await page.goto(`${test.url}/portal/${other.portal.slug}/home`);
+      await page.waitForURL(`**/portal/${other.portal.slug}/login`);
+      const meJson = await page.goto(`${test.url}/portal/${other.portal.slug}/me.json`);
+      assert.equal(meJson?.status(), 401);
     } finally {
       await context.close();
     }
