@@ -30,6 +30,7 @@ import { eventRoutes } from './modules/events/event.routes.ts';
 import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { portalApiRoutes } from './modules/portal/portal.routes.ts';
+import { billingEventRoutes, stripeWebhookRoutes } from './modules/billing/billing.routes.ts';
 import { webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
@@ -144,6 +145,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
         saleRoutes,
         commissionRoutes,
         payoutRoutes,
+        billingEventRoutes,
         couponRoutes,
         promotionalCodeRoutes,
         webhookRoutes,
@@ -157,6 +159,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
 
   // 4. Click tracking: the merchant-site script and the endpoint it reports to (no token).
   await app.register(trackingRoutes, services);
+  // Stripe's webhooks for a program (its signature is the credential).
+  await app.register(stripeWebhookRoutes, services);
 
   // 5. The browser side: accounts, dashboard, connect flow.
   await app.register(webRoutes, services);

@@ -12,6 +12,7 @@ import { createMailTransport } from '../modules/mail/mail-transport.ts';
 import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
 import { createProgram, getProgram, toProgramContext, updateProgramSettings } from '../modules/programs/program.service.ts';
 import { runPayouts } from '../modules/payouts/payout.service.ts';
+import { connectStripe } from '../modules/billing/stripe.service.ts';
 import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
 import { copyData, CopyError } from '../db/copy-data.ts';
 import { addIntegration, listIntegrations, removeIntegration, type Integration } from '../modules/integrations/integration.service.ts';
@@ -160,7 +161,7 @@ const commands: Record<string, Command> = {
   },
   'program update': {
     usage:
-      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A] [--portal-slug S] [--portal-signup open|approval|invite]',
+      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A] [--portal-slug S] [--portal-signup open|approval|invite] [--stripe-webhook-secret whsec_…]',
     options: {
       program: { type: 'string' },
       name: { type: 'string' },
@@ -176,6 +177,7 @@ const commands: Record<string, Command> = {
       'minimum-payout': { type: 'string' },
       'portal-slug': { type: 'string' },
       'portal-signup': { type: 'string' },
+      'stripe-webhook-secret': { type: 'string' },
     },
     run: (config, options) =>
       withMigratedDatabase(config, async ({ db }) => {
@@ -195,7 +197,12 @@ const commands: Record<string, Command> = {
           portalSlug: options['portal-slug'] as string | undefined,
           portalSignup: options['portal-signup'] as string | undefined,
         };
-        if (Object.values(changes).every((value) => value === undefined)) throw new UsageError('name at least one setting to change; run tandem --help');
+        const stripeSecret = options['stripe-webhook-secret'] as string | undefined;
+        if (Object.values(changes).every((value) => value === undefined) && stripeSecret === undefined) throw new UsageError('name at least one setting to change; run tandem --help');
+        if (stripeSecret !== undefined) {
+          await getProgram(db, id);
+          await connectStripe(db, id, stripeSecret, systemClock().toISOString());
+        }
         const program = await updateProgramSettings(db, id, changes);
         const plan = program.commission;
         const pays = plan.type === 'flat' ? `${plan.amount} ${program.currency} per sale` : `${plan.rate} %`;

@@ -32,6 +32,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'mail_outbox', key: ['id'] },
   { name: 'portal_login_tokens', key: ['token_hash'] },
   { name: 'portal_sessions', key: ['id_hash'] },
+  { name: 'billing_events', key: ['program_id', 'id'] },
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },

@@ -15,6 +15,7 @@ import * as commissionLedger from './migrations/2026-11-26T0100-commission-ledge
 import * as mailOutbox from './migrations/2026-11-26T0200-mail-outbox.ts';
 import * as portal from './migrations/2026-11-26T0300-portal.ts';
 import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
+import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0200-mail-outbox': mailOutbox,
   '2026-11-26T0300-portal': portal,
   '2026-11-26T0400-portal-login': portalLogin,
+  '2026-11-26T0500-billing-stripe': billingStripe,
 };
 
 export class MigrationError extends Error {}

@@ -55,6 +55,8 @@ export interface ProgramsTable {
   portal_color: Generated<string>;
   portal_terms: Generated<string>;
   portal_links_allowed: Generated<DbBool>;
+  /** The Stripe webhook signing secret, sealed (AES-256-GCM under the instance's billing key); null: Stripe not connected. */
+  stripe_secret_sealed: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -195,6 +197,21 @@ export interface PayoutsTable {
   method: string | null;
   reference: string | null;
   updated_at: Timestamp;
+}
+
+/** A verified event of a billing provider (Stripe), stored once per program with what came of it. */
+export interface BillingEventsTable {
+  program_id: string;
+  /** The provider's event id (evt_…). */
+  id: string;
+  provider: 'stripe';
+  type: string;
+  /** When Tandem received it (the API's receivedAt). */
+  created_at: Timestamp;
+  outcome: 'recorded' | 'waiting' | 'ignored';
+  reason: string | null;
+  referral_id: string | null;
+  sale_id: number | string | null;
 }
 
 /** A one-time portal login link: its hash, the one affiliate it signs in, until when, and whether it was used. */
@@ -482,6 +499,7 @@ export interface Database {
   mail_outbox: MailOutboxTable;
   portal_login_tokens: PortalLoginTokensTable;
   portal_sessions: PortalSessionsTable;
+  billing_events: BillingEventsTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

@@ -42,6 +42,12 @@ describe('tandem program update and payout run', { skip: testDialect !== 'sqlite
     const portal = await runTandem(['program', 'update', '--program', programId, '--portal-slug', 'acme-partners', '--portal-signup', 'open', '--json'], env);
     assert.equal(portal.code, 0, portal.stderr);
     assert.deepEqual(portal.json.portal, { slug: 'acme-partners', signup: 'open', color: '#3b5bdb', terms: '', linksAllowed: false });
+    const stripe = await runTandem(['program', 'update', '--program', programId, '--stripe-webhook-secret', 'whsec_cliSecret12345678'], env);
+    assert.equal(stripe.code, 0, stripe.stderr);
+    assert.ok(!stripe.stdout.includes('cliSecret'), 'the secret is never printed');
+    const badStripe = await runTandem(['program', 'update', '--program', programId, '--stripe-webhook-secret', 'sk_live_x'], env);
+    assert.equal(badStripe.code, 1);
+    assert.match(badStripe.stderr, /stripeWebhookSecret must be a Stripe webhook signing secret/);
     const badSignup = await runTandem(['program', 'update', '--program', programId, '--portal-signup', 'everyone'], env);
     assert.equal(badSignup.code, 1);
     assert.match(badSignup.stderr, /portal\/signup must be "open", "approval" or "invite"/);

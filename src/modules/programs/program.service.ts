@@ -230,7 +230,7 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug'> & { portal_slug?: string } {
+export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug' | 'stripe_secret_sealed'> & { portal_slug?: string } {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
   const domain = domainOf(input.domain);
@@ -329,7 +329,7 @@ export async function createProgram(db: Db, input: ProgramInput, clock: Clock = 
   const base = given ?? slugFrom(fields.name);
   for (let n = 1; n <= SLUG_ATTEMPTS; n++) {
     const slug = given ?? (await freeSlug(db, base, n));
-    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, created_at: now, updated_at: now };
+    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, stripe_secret_sealed: null, created_at: now, updated_at: now };
     try {
       await db.insertInto('programs').values(row).execute();
       return serializeProgram(row);

@@ -3,6 +3,8 @@ import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
 import { MAX_HOLD_DAYS, updateProgram, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
+import { connectStripe, getStripeStatus } from '../../modules/billing/stripe.service.ts';
+import { formatTime } from './format.ts';
 import { html } from '../html.ts';
 import { csrfField, postButton, renderPage } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, redirectDone, sendPage } from './dashboard-page.ts';
@@ -17,11 +19,15 @@ const DONE = {
   saved: 'Program saved.',
   'plan-saved': 'Commission plan saved. It applies to sales recorded from now on; recorded sales keep their commission.',
   'portal-saved': 'Portal saved.',
+  'stripe-saved': 'Stripe signing secret saved. Stripe events now record referrals and sales.',
   'integration-added': 'Integration added. Its users can now connect it to their programs.',
   'integration-removed': 'Integration removed. Tokens it already issued keep working until revoked under Connected apps.',
 };
 
-type Section = 'program' | 'plan' | 'portal' | 'integration';
+type Section = 'program' | 'plan' | 'portal' | 'stripe' | 'integration';
+
+/** The Stripe events the webhook endpoint should send (what Tandem reads today). */
+const STRIPE_EVENTS = ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid'];
 
 const PORTAL_FIELDS = { 'portal/slug': 'portalSlug', 'portal/signup': 'portalSignup', 'portal/color': 'portalColor', 'portal/terms': 'portalTerms' };
 
@@ -93,6 +99,9 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const portalErrors = failed?.section === 'portal' ? failed.errors : noErrors;
     const portalValues = failed?.section === 'portal' ? failed.values : portalFormValues(program);
     const portalUrl = `${config.siteUrl}/portal/${program.portal.slug}`;
+    const stripe = await getStripeStatus(db, currentProgram(request).context, 10);
+    const stripeErrors = failed?.section === 'stripe' ? failed.errors : noErrors;
+    const stripeUrl = `${config.siteUrl}/api/billing/stripe/${program.id}`;
     const integrationErrors = failed?.section === 'integration' ? failed.errors : noErrors;
     const integrationValues = failed?.section === 'integration' ? failed.values : {};
 
@@ -143,6 +152,25 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
           </div>
           <div class="actions"><button type="submit">Save portal</button></div>
         </form>
+      </section>
+
+      <section class="card" aria-labelledby="stripe">
+        <h2 id="stripe">Stripe</h2>
+        <p>Let Stripe record referrals and sales on its own: in Stripe's dashboard, <strong>Developers → Webhooks → Add endpoint</strong>,
+        paste <code>${stripeUrl}</code>, select the events ${STRIPE_EVENTS.map((e, i) => html`${i ? ', ' : ''}<code>${e}</code>`)}, then copy the endpoint's signing secret here.
+        Pass <code>window.tandem.referral</code> to Checkout as <code>client_reference_id</code> (see docs/stripe.md).</p>
+        ${stripeErrors.message ? html`<p class="error" role="alert">${stripeErrors.message}</p>` : ''}
+        <form method="post" action="${base}/settings/stripe" novalidate>
+          ${csrfField(request.session!)}
+          ${textField({ label: stripe.connected ? 'Replace the signing secret' : 'Signing secret', name: 'stripeWebhookSecret', type: 'password', autocomplete: 'off', help: stripe.connected ? 'A secret is saved (encrypted; it is never shown again).' : 'whsec_… from the Stripe endpoint.' }, stripeErrors)}
+          <div class="actions"><button type="submit">Save secret</button></div>
+        </form>
+        <p data-stat="stripe-last">${stripe.events[0] ? html`Last event received: <code>${stripe.events[0].type}</code> ${formatTime(stripe.events[0].receivedAt)}, ${stripe.events[0].outcome}.` : stripe.connected ? 'No event received yet.' : 'Not connected.'}</p>
+        ${stripe.events.length > 0
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Stripe events"><table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Outcome</th><th scope="col">Why</th></tr></thead>
+              <tbody>${stripe.events.map((e) => html`<tr><td>${formatTime(e.receivedAt)}</td><td><code>${e.type}</code><br><span class="muted">${e.id}</span></td><td>${e.outcome}</td><td>${e.reason ?? '—'}</td></tr>`)}</tbody></table></div>
+            <p class="muted">Every event: <code>GET /api/v1/billing-events</code>.</p>`
+          : ''}
       </section>
 
       <section class="card" aria-labelledby="tracking">
@@ -234,6 +262,17 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       return redirectDone(reply, `${base}/settings#affiliate-portal`, 'portal-saved');
     } catch (error) {
       return settingsPage(request, reply, { section: 'portal', values: form, errors: formErrorsOf(error, PORTAL_FIELDS) });
+    }
+  });
+
+  app.post('/settings/stripe', async (request, reply) => {
+    const { program, base } = currentProgram(request);
+    const form = readForm(request);
+    try {
+      await connectStripe(db, program.id, (form.stripeWebhookSecret ?? '').trim(), clock().toISOString());
+      return redirectDone(reply, `${base}/settings#stripe`, 'stripe-saved');
+    } catch (error) {
+      return settingsPage(request, reply, { section: 'stripe', values: {}, errors: formErrorsOf(error) });
     }
   });
 

@@ -1,0 +1,184 @@
+// Stripe connected by one signing secret (issue 20, first step): Stripe-shaped events, signed
+// with the official package's generateTestHeaderString, posted to a real server on both
+// dialects — a customer with tandem_referral becomes a referral, a paid invoice a sale (JPY
+// included), each event is stored once with its outcome, and bad, old and missing signatures,
+// another program's secret and redeliveries (also at the same moment) record nothing new.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import Stripe from 'stripe';
+import { issueToken } from '../../src/modules/tokens/token.service.ts';
+import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
+import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { uniqueEmail, unique } from '../helpers/fixtures.ts';
+import { assertProblem } from '../helpers/api-assertions.ts';
+
+const stripe = new Stripe('sk_test_unused');
+let t: TestServer;
+
+before(async () => {
+  t = await startTestServer();
+});
+after(() => t.close());
+
+interface Connected {
+  api: ApiClient;
+  programId: string;
+  secret: string;
+  affiliate: { id: string; link: string };
+}
+
+async function connectedProgram(currency = 'USD'): Promise<Connected> {
+  const db = rawDb(t);
+  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
+  const program = await createProgram(db, { ownerUserId: owner.id, name: 'Stripe Shop', domain: 'shop.example', currency, commissionRate: 20 });
+  const secret = `whsec_${unique('test').replace(/[^A-Za-z0-9]/g, '')}abcdef`;
+  await connectStripe(db, program.id, secret, new Date().toISOString());
+  const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
+  const api = apiClient(t.url, token, program.id);
+  const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
+  return { api, programId: program.id, secret, affiliate };
+}
+
+/** A Stripe-shaped event (trimmed to what Tandem reads). */
+function event(type: string, object: Record<string, unknown>) {
+  return { id: `evt_${unique('e').replace(/[^A-Za-z0-9]/g, '')}`, object: 'event', api_version: '2025-03-31.basil', created: Math.floor(Date.now() / 1000), type, data: { object } };
+}
+
+async function deliver(programId: string, body: object, secret: string | null, headerOverride?: string) {
+  const payload = JSON.stringify(body);
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (secret !== null) headers['stripe-signature'] = headerOverride ?? stripe.webhooks.generateTestHeaderString({ payload, secret });
+  const res = await fetch(`${t.url}/api/billing/stripe/${programId}`, { method: 'POST', headers, body: payload });
+  return { status: res.status, body: await res.json() };
+}
+
+const customerEvent = (ref: string | undefined, customerId = `cus_${unique('c').replace(/[^A-Za-z0-9]/g, '')}`, email = uniqueEmail('customer')) =>
+  event('customer.created', { id: customerId, object: 'customer', email, name: 'Carl Customer', metadata: ref === undefined ? {} : { tandem_referral: ref } });
+
+const invoiceEvent = (customerId: string, amountPaid: number, currency = 'usd', id = `in_${unique('i').replace(/[^A-Za-z0-9]/g, '')}`) =>
+  event('invoice.paid', { id, object: 'invoice', customer: customerId, amount_paid: amountPaid, currency, status: 'paid' });
+
+describe('Stripe webhooks', () => {
+  it('a customer with tandem_referral becomes a referral, its paid invoice a sale; each event is listed with its outcome', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const customer = customerEvent(affiliate.link);
+    const first = await deliver(programId, customer, secret);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(first.body, { received: true, duplicate: false });
+    const customerId = (customer.data.object as { id: string }).id;
+    const referral = (await api.get(`/referrals?externalId=${customerId}`)).body[0];
+    assert.equal(referral.affiliateId, affiliate.id);
+
+    const invoice = invoiceEvent(customerId, 4999);
+    assert.equal((await deliver(programId, invoice, secret)).status, 200);
+    const sales = (await api.get(`/sales?referralId=${referral.id}`)).body;
+    assert.deepEqual(sales.map((s: any) => [s.totalEarned, s.externalInvoiceId, s.commission]), [[49.99, (invoice.data.object as { id: string }).id, 10]]);
+
+    const other = event('charge.succeeded', { id: 'ch_1', object: 'charge' });
+    await deliver(programId, other, secret);
+    const listed = (await api.get('/billing-events')).body;
+    assert.deepEqual(
+      listed.map((e: any) => [e.id, e.provider, e.type, e.outcome, e.referralId, e.saleId]),
+      [
+        [other.id, 'stripe', 'charge.succeeded', 'ignored', null, null],
+        [invoice.id, 'stripe', 'invoice.paid', 'recorded', referral.id, sales[0].id],
+        [customer.id, 'stripe', 'customer.created', 'recorded', referral.id, null],
+      ],
+    );
+    assert.match(listed[0].reason, /not an event Tandem uses/);
+  });
+
+  it('records an event once: a redelivery, and two deliveries at the same moment', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const customer = customerEvent(affiliate.id);
+    await deliver(programId, customer, secret);
+    const customerId = (customer.data.object as { id: string }).id;
+    const invoice = invoiceEvent(customerId, 10_000);
+    const both = await Promise.all([deliver(programId, invoice, secret), deliver(programId, invoice, secret)]);
+    assert.deepEqual(both.map((r) => r.status), [200, 200]);
+    assert.deepEqual(both.map((r) => r.body.duplicate).sort(), [false, true]);
+    const again = await deliver(programId, invoice, secret);
+    assert.deepEqual(again.body, { received: true, duplicate: true });
+    // The same invoice under a new event id (Stripe redelivers so): the same one sale.
+    await deliver(programId, { ...invoice, id: `${invoice.id}x` }, secret);
+    assert.equal((await api.get('/sales')).body.length, 1);
+    assert.equal((await api.get('/billing-events')).body.filter((e: any) => e.type === 'invoice.paid').length, 2);
+  });
+
+  it('amounts follow the currency: JPY has no decimals; another currency is ignored with its reason', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram('JPY');
+    const customer = customerEvent(affiliate.link);
+    await deliver(programId, customer, secret);
+    const customerId = (customer.data.object as { id: string }).id;
+    await deliver(programId, invoiceEvent(customerId, 1500, 'jpy'), secret);
+    await deliver(programId, invoiceEvent(customerId, 1500, 'usd'), secret);
+    assert.deepEqual((await api.get('/sales')).body.map((s: any) => s.totalEarned), [1500]);
+    const usd = (await api.get('/billing-events')).body[0];
+    assert.deepEqual([usd.outcome, usd.reason], ['ignored', "paid in USD, not the program's JPY"]);
+  });
+
+  it('an unknown customer and a customer without tandem_referral are ignored, with the reason', async () => {
+    const { api, programId, secret } = await connectedProgram();
+    await deliver(programId, customerEvent(undefined), secret);
+    await deliver(programId, invoiceEvent('cus_nobody', 500), secret);
+    const listed = (await api.get('/billing-events')).body;
+    assert.deepEqual(listed.map((e: any) => e.outcome), ['ignored', 'ignored']);
+    assert.match(listed[0].reason, /cus_nobody is not a referred customer/);
+    assert.match(listed[1].reason, /no tandem_referral/);
+    assert.deepEqual((await api.get('/referrals')).body, []);
+  });
+
+  it('bad, old and missing signatures, another program\'s secret, and an unconnected program: 400, nothing recorded', async () => {
+    const a = await connectedProgram();
+    const b = await connectedProgram();
+    const customer = customerEvent(a.affiliate.link);
+    const payload = JSON.stringify(customer);
+    const old = stripe.webhooks.generateTestHeaderString({ payload, secret: a.secret, timestamp: Math.floor(Date.now() / 1000) - 600 });
+    for (const [secret, header] of [
+      [null, undefined],
+      [b.secret, undefined],
+      [a.secret, 't=1,v1=deadbeef'],
+      [a.secret, old],
+    ] as const) {
+      const res = await deliver(a.programId, customer, secret, header);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+    }
+    assert.deepEqual((await a.api.get('/billing-events')).body, []);
+    assert.deepEqual((await a.api.get('/referrals')).body, []);
+    const db = rawDb(t);
+    const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
+    const unconnected = await createProgram(db, { ownerUserId: owner.id, name: 'Plain', domain: 'plain.example' });
+    assert.equal((await deliver(unconnected.id, customer, a.secret)).status, 400);
+    assert.equal((await deliver('00000000-0000-4000-8000-000000000000', customer, a.secret)).status, 404);
+    await assert.rejects(connectStripe(db, unconnected.id, 'sk_live_wrong', new Date().toISOString()), (error: any) => error.errors?.[0]?.pointer === '#/stripeWebhookSecret');
+    // The secret is stored sealed, never as given.
+    const stored = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', a.programId).executeTakeFirstOrThrow();
+    assert.ok(stored.stripe_secret_sealed && !stored.stripe_secret_sealed.includes(a.secret.slice(6)));
+    assertProblem(await b.api.get('/billing-events?limit=0'), 422, 'validation_failed', '#/limit');
+  });
+});
+
+describe('connecting Stripe on the dashboard', () => {
+  it('saves the signing secret (refusing anything else beside the field) and shows the events received', async () => {
+    const { BrowserSession } = await import('../helpers/browser-session.ts');
+    const merchant = await BrowserSession.signUp(t.url);
+    const program = await merchant.createProgram({ name: 'Dash Shop' });
+    const page = await merchant.page(`${program.base}/settings`);
+    assert.ok(page.includes(`http://tandem.test/api/billing/stripe/${program.id}`), 'the endpoint URL to paste into Stripe');
+    assert.match(page, /Not connected\./);
+    const bad = await merchant.submit(`${program.base}/settings`, `${program.base}/settings/stripe`, { stripeWebhookSecret: 'sk_live_oops' });
+    assert.equal(bad.status, 422);
+    assert.match(bad.text, /id="f-stripeWebhookSecret-error">Must be a Stripe webhook signing secret/);
+    const secret = 'whsec_dashboardSecret123456';
+    const saved = await merchant.submit(`${program.base}/settings`, `${program.base}/settings/stripe`, { stripeWebhookSecret: secret });
+    assert.equal(saved.status, 303);
+    const after = await merchant.page(`${program.base}/settings`);
+    assert.match(after, /A secret is saved/);
+    assert.ok(!after.includes(secret), 'never shown again');
+    const delivered = await deliver(program.id, customerEvent(undefined), secret);
+    assert.equal(delivered.status, 200);
+    assert.match(await merchant.page(`${program.base}/settings`), /Last event received: <code>customer\.created<\/code>/);
+  });
+});
