@@ -33,6 +33,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'portal_login_tokens', key: ['token_hash'] },
   { name: 'portal_sessions', key: ['id_hash'] },
   { name: 'billing_events', key: ['program_id', 'id'] },
+  { name: 'billing_payments', key: ['program_id', 'payment_intent'] },
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },

@@ -212,6 +212,17 @@ export interface BillingEventsTable {
   reason: string | null;
   referral_id: string | null;
   sale_id: number | string | null;
+  /** A waiting invoice's details (JSON), until its customer is referred. */
+  waiting: string | null;
+  customer_id: string | null;
+}
+
+/** Which Stripe invoice a payment intent paid (from invoice.paid or invoice_payment.paid). */
+export interface BillingPaymentsTable {
+  program_id: string;
+  payment_intent: string;
+  invoice_id: string;
+  created_at: Timestamp;
 }
 
 /** A one-time portal login link: its hash, the one affiliate it signs in, until when, and whether it was used. */
@@ -500,6 +511,7 @@ export interface Database {
   portal_login_tokens: PortalLoginTokensTable;
   portal_sessions: PortalSessionsTable;
   billing_events: BillingEventsTable;
+  billing_payments: BillingPaymentsTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import Stripe from 'stripe';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
@@ -16,9 +16,11 @@ import { assertProblem } from '../helpers/api-assertions.ts';
 
 const stripe = new Stripe('sk_test_unused');
 let t: TestServer;
+/** The server's clock (the plan's months, the 24-hour wait); Stripe's signatures use real time. */
+let now = new Date();
 
 before(async () => {
-  t = await startTestServer();
+  t = await startTestServer({}, { clock: () => now });
 });
 after(() => t.close());
 
@@ -119,15 +121,74 @@ describe('Stripe webhooks', () => {
     assert.deepEqual([usd.outcome, usd.reason], ['ignored', "paid in USD, not the program's JPY"]);
   });
 
-  it('an unknown customer and a customer without tandem_referral are ignored, with the reason', async () => {
-    const { api, programId, secret } = await connectedProgram();
+  it('an invoice of a customer not referred yet waits, and becomes a sale dated by Stripe when the checkout arrives; after 24 hours it is ignored', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const paidAt = Math.floor(now.getTime() / 1000) - 3600;
+    const early = invoiceEvent('cus_early', 2500);
+    (early.data.object as any).status_transitions = { paid_at: paidAt };
+    await deliver(programId, early, secret);
+    const waiting = (await api.get('/billing-events')).body[0];
+    assert.deepEqual([waiting.outcome, waiting.saleId], ['waiting', null]);
+    assert.match(waiting.reason, /waiting up to 24 hours for the customer cus_early/);
+    const checkout = event('checkout.session.completed', { id: 'cs_1', object: 'checkout.session', customer: 'cus_early', client_reference_id: affiliate.link, customer_details: { email: uniqueEmail('early'), name: 'Early Bird' }, mode: 'subscription' });
+    await deliver(programId, checkout, secret);
+    const [sale] = (await api.get('/sales')).body;
+    assert.deepEqual([sale.totalEarned, sale.externalInvoiceId, sale.createdAt], [25, (early.data.object as any).id, new Date(paidAt * 1000).toISOString()]);
+    const settled = (await api.get('/billing-events')).body.find((e: any) => e.id === early.id);
+    assert.deepEqual([settled.outcome, settled.saleId], ['recorded', sale.id]);
+
+    await deliver(programId, invoiceEvent('cus_late', 900), secret);
     await deliver(programId, customerEvent(undefined), secret);
-    await deliver(programId, invoiceEvent('cus_nobody', 500), secret);
-    const listed = (await api.get('/billing-events')).body;
-    assert.deepEqual(listed.map((e: any) => e.outcome), ['ignored', 'ignored']);
-    assert.match(listed[0].reason, /cus_nobody is not a referred customer/);
-    assert.match(listed[1].reason, /no tandem_referral/);
-    assert.deepEqual((await api.get('/referrals')).body, []);
+    now = new Date(now.getTime() + 25 * 3_600_000);
+    const late = (await api.get('/billing-events')).body.find((e: any) => e.type === 'invoice.paid' && e.outcome !== 'recorded');
+    assert.deepEqual([late.outcome, late.reason], ['ignored', 'the customer was not referred within 24 hours of the invoice']);
+    const unreferred = (await api.get('/billing-events')).body.find((e: any) => e.type === 'customer.created');
+    assert.match(unreferred.reason, /no tandem_referral/);
+  });
+
+  it('recurring commission: twelve monthly invoices under a 6-month plan pay the first six', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    await updateProgramSettings(rawDb(t), programId, { durationMonths: 6 });
+    const customer = customerEvent(affiliate.link, 'cus_monthly');
+    await deliver(programId, customer, secret);
+    const start = now;
+    const commissions = [];
+    for (let month = 0; month < 12; month++) {
+      now = new Date(start.getTime() + month * 30.5 * 86_400_000);
+      const invoice = invoiceEvent('cus_monthly', 2000);
+      (invoice.data.object as any).status_transitions = { paid_at: Math.floor(now.getTime() / 1000) };
+      assert.equal((await deliver(programId, invoice, secret)).status, 200);
+      commissions.push((await api.get(`/sales?referralId=${(await api.get('/referrals?externalId=cus_monthly')).body[0].id}&limit=1`)).body[0].commission);
+    }
+    assert.deepEqual(commissions, [4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0]);
+    now = new Date();
+  });
+
+  it('refunds follow charge.refunded (cumulative), by the invoice or the payment intent, also after a payout, once', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    await updateProgramSettings(rawDb(t), programId, { holdDays: 0 });
+    await deliver(programId, customerEvent(affiliate.link, 'cus_refund'), secret);
+    const oldApi = invoiceEvent('cus_refund', 10_000);
+    (oldApi.data.object as any).payment_intent = 'pi_old';
+    await deliver(programId, oldApi, secret);
+    const newApi = invoiceEvent('cus_refund', 5_000);
+    await deliver(programId, newApi, secret);
+    await deliver(programId, event('invoice_payment.paid', { id: 'inpay_1', object: 'invoice_payment', invoice: (newApi.data.object as any).id, payment: { type: 'payment_intent', payment_intent: 'pi_new' } }), secret);
+    const [payout] = (await api.post('/payouts', {})).body;
+    await api.put('/payouts', { payoutId: payout.id, status: 'paid' });
+
+    // Old shape: the charge names its invoice; a partial refund, then the rest (cumulative).
+    const partial = event('charge.refunded', { id: 'ch_old', object: 'charge', currency: 'usd', amount: 10_000, amount_refunded: 2_500, invoice: (oldApi.data.object as any).id, payment_intent: 'pi_old' });
+    await deliver(programId, partial, secret);
+    await deliver(programId, partial, secret); // a redelivery: nothing more
+    await deliver(programId, { ...partial, id: `${partial.id}b` }, secret); // the same total under another event id: nothing more
+    // New shape: the charge names only the payment intent.
+    await deliver(programId, event('charge.refunded', { id: 'ch_new', object: 'charge', currency: 'usd', amount: 5_000, amount_refunded: 5_000, payment_intent: 'pi_new' }), secret);
+    const sales = (await api.get('/sales')).body as any[];
+    const byInvoice = Object.fromEntries(sales.map((s) => [s.externalInvoiceId, [s.refundedAmount, s.status, s.commission]]));
+    assert.deepEqual(byInvoice, { [(oldApi.data.object as any).id]: [25, 'partially_refunded', 15], [(newApi.data.object as any).id]: [50, 'refunded', 0] });
+    const refunds = (await api.get('/commissions')).body.filter((e: any) => e.kind === 'refund');
+    assert.deepEqual(refunds.map((e: any) => [e.amount, e.status]).sort(), [[-10, 'due'], [-5, 'due']].sort(), 'after the payout: due at once, off the next payout');
   });
 
   it('bad, old and missing signatures, another program\'s secret, and an unconnected program: 400, nothing recorded', async () => {

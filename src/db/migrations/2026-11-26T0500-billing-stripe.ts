@@ -21,12 +21,27 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('reason', 'text')
     .addColumn('referral_id', uuid)
     .addColumn('sale_id', pg ? sql`bigint` : sql`integer`)
+    // What a waiting invoice needs to become a sale later (customer, amount, currency, invoice, paid time), as JSON; null otherwise.
+    .addColumn('waiting', 'text')
+    .addColumn('customer_id', 'text')
     .addPrimaryKeyConstraint('billing_events_pk', ['program_id', 'id'])
+    .execute();
+  // Waiting invoices of a customer, found when the customer is referred.
+  await db.schema.createIndex('billing_events_waiting').on('billing_events').columns(['program_id', 'customer_id']).where(sql.ref('outcome'), '=', 'waiting').execute();
+  // Which invoice a payment (intent) paid: how a refund of a charge finds its sale.
+  await db.schema
+    .createTable('billing_payments')
+    .addColumn('program_id', uuid, (c) => c.notNull().references('programs.id').onDelete('cascade'))
+    .addColumn('payment_intent', 'text', (c) => c.notNull())
+    .addColumn('invoice_id', 'text', (c) => c.notNull())
+    .addColumn('created_at', time, (c) => c.notNull())
+    .addPrimaryKeyConstraint('billing_payments_pk', ['program_id', 'payment_intent'])
     .execute();
   await db.schema.createIndex('billing_events_received').on('billing_events').columns(['program_id', 'created_at', 'id']).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('billing_payments').execute();
   await db.schema.dropTable('billing_events').execute();
   await db.schema.alterTable('programs').dropColumn('stripe_secret_sealed').execute();
 }

@@ -37,3 +37,46 @@ export async function lastBillingEventAt(db: Db, programId: string): Promise<str
   const row = await db.selectFrom('billing_events').select('created_at').where('program_id', '=', programId).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
   return row?.created_at;
 }
+
+/** Remembers which invoice a payment intent paid (a later refund names only the payment). */
+export async function recordPayment(db: Db, programId: string, paymentIntent: string, invoiceId: string, now: string): Promise<void> {
+  await db
+    .insertInto('billing_payments')
+    .values({ program_id: programId, payment_intent: paymentIntent, invoice_id: invoiceId, created_at: now })
+    .onConflict((conflict) => conflict.columns(['program_id', 'payment_intent']).doNothing())
+    .execute();
+}
+
+export async function invoiceOfPayment(db: Db, programId: string, paymentIntent: string): Promise<string | undefined> {
+  const row = await db.selectFrom('billing_payments').select('invoice_id').where('program_id', '=', programId).where('payment_intent', '=', paymentIntent).executeTakeFirst();
+  return row?.invoice_id;
+}
+
+/** A customer's invoices waiting for their referral, received since `since`, oldest first. */
+export function waitingInvoicesOf(db: Db, programId: string, customerId: string, since: string): Promise<BillingEventRow[]> {
+  return db
+    .selectFrom('billing_events')
+    .selectAll()
+    .where('program_id', '=', programId)
+    .where('outcome', '=', 'waiting')
+    .where('customer_id', '=', customerId)
+    .where('created_at', '>=', since)
+    .orderBy('created_at')
+    .limit(100)
+    .execute();
+}
+
+/** Invoices that waited past `before` for a referral that never came: ignored, with the reason. */
+export async function expireWaitingInvoices(db: Db, programId: string, before: string): Promise<void> {
+  await db
+    .updateTable('billing_events')
+    .set({ outcome: 'ignored', reason: 'the customer was not referred within 24 hours of the invoice', waiting: null })
+    .where('program_id', '=', programId)
+    .where('outcome', '=', 'waiting')
+    .where('created_at', '<', before)
+    .execute();
+}
+
+export async function settleBillingEvent(db: Db, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
+  await db.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', programId).where('id', '=', id).where('outcome', '=', 'waiting').execute();
+}

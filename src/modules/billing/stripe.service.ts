@@ -8,8 +8,19 @@ import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
-import { createSale } from '../sales/sale.service.ts';
-import { insertBillingEventOnce, listBillingEvents, setStripeSecret, stripeSecretOf, type BillingEventRow } from './billing.repository.ts';
+import { createSale, refundSale } from '../sales/sale.service.ts';
+import {
+  expireWaitingInvoices,
+  insertBillingEventOnce,
+  invoiceOfPayment,
+  listBillingEvents,
+  recordPayment,
+  setStripeSecret,
+  settleBillingEvent,
+  stripeSecretOf,
+  waitingInvoicesOf,
+  type BillingEventRow,
+} from './billing.repository.ts';
 import { open, seal } from './sealed-secret.ts';
 
 // Stripe, connected by one signing secret (issue 20; CONTRACT "Billing providers (Stripe)").
@@ -23,6 +34,8 @@ import { open, seal } from './sealed-secret.ts';
 
 const stripe = new Stripe('sk_unused_only_webhook_verification');
 const TOLERANCE_SECONDS = 300;
+/** An invoice of a customer not referred yet waits this long for the referral. */
+const WAITING_MS = 24 * 3_600_000;
 const SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
 
 const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
@@ -57,11 +70,19 @@ export function serializeBillingEvent(row: BillingEventRow): BillingEvent {
   };
 }
 
-export function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
+export async function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
+  await expireWaitingInvoices(db, program.id, new Date(program.clock().getTime() - WAITING_MS).toISOString());
   return listBillingEvents(db, program.id, page);
 }
 
-type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>;
+type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>;
+
+/** What a waiting invoice keeps to become a sale when its customer is referred. */
+interface WaitingInvoice {
+  invoiceId: string;
+  amountPaid: number;
+  paidAt: string | null;
+}
 const ignored = (reason: string): Outcome => ({ outcome: 'ignored', reason, referral_id: null, sale_id: null });
 
 /** The id a 409 duplicate names: recording it again is the success the event asks for. */
@@ -74,10 +95,33 @@ async function referCustomer(db: Db, program: ProgramContext, customer: { id: st
   if (!customer.email) return ignored('the customer has no e-mail');
   try {
     const referral = await createReferral(db, program, { name: customer.name || customer.email, email: customer.email, referredUserExternalId: customer.id, affiliateId: ref });
+    await settleWaitingInvoices(db, program, customer.id, referral.id);
     return { outcome: 'recorded', reason: null, referral_id: referral.id, sale_id: null };
   } catch (error) {
     const existing = existingIdOf(error);
     if (existing !== undefined) return { outcome: 'recorded', reason: 'the customer was already referred', referral_id: String(existing), sale_id: null };
+    if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
+    throw error;
+  }
+}
+
+/** The invoices a customer's referral was waiting for: each becomes a sale now (within 24 hours of its arrival). */
+async function settleWaitingInvoices(db: Db, program: ProgramContext, customerId: string, referralId: string): Promise<void> {
+  const since = new Date(program.clock().getTime() - WAITING_MS).toISOString();
+  for (const row of await waitingInvoicesOf(db, program.id, customerId, since)) {
+    const invoice = JSON.parse(row.waiting ?? '{}') as WaitingInvoice;
+    await settleBillingEvent(db, program.id, row.id, await recordInvoiceSale(db, program, referralId, invoice));
+  }
+}
+
+async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice): Promise<Outcome> {
+  try {
+    const paidAt = invoice.paidAt === null ? undefined : new Date(invoice.paidAt);
+    const sale = await createSale(db, program, { referralId, totalEarned: fromMinorUnits(invoice.amountPaid, program.currency), externalInvoiceId: invoice.invoiceId }, { paidAt });
+    return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
+  } catch (error) {
+    const existing = existingIdOf(error);
+    if (existing !== undefined) return { outcome: 'recorded', reason: 'the invoice was already recorded', referral_id: referralId, sale_id: Number(existing) };
     if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
     throw error;
   }
@@ -88,19 +132,35 @@ async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invo
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
   const customerId = typeof invoice.customer === 'string' ? invoice.customer : invoice.customer?.id;
   if (!customerId) return ignored('the invoice names no customer');
+  // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
+  const paymentIntent = (invoice as unknown as { payment_intent?: string | { id: string } | null }).payment_intent;
+  const intentId = typeof paymentIntent === 'string' ? paymentIntent : paymentIntent?.id;
+  if (intentId) await recordPayment(db, program.id, intentId, invoice.id!, program.clock().toISOString());
+  const paidSeconds = invoice.status_transitions?.paid_at;
+  const waiting: WaitingInvoice = { invoiceId: invoice.id!, amountPaid: invoice.amount_paid, paidAt: paidSeconds ? new Date(paidSeconds * 1000).toISOString() : null };
   let referralId: string;
   try {
     referralId = (await getReferral(db, program, { externalId: customerId })).id;
   } catch {
-    return ignored(`the customer ${customerId} is not a referred customer`);
+    // Stripe sends the first invoice before the checkout's customer as often as after.
+    return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: customerId };
   }
+  return recordInvoiceSale(db, program, referralId, waiting);
+}
+
+/** A charge's refunds: its sale (by invoice, or by the payment the invoice was paid with) refunded up to Stripe's cumulative amount. */
+async function refundCharge(db: Db, program: ProgramContext, charge: Stripe.Charge): Promise<Outcome> {
+  if (charge.currency.toUpperCase() !== program.currency) return ignored(`refunded in ${charge.currency.toUpperCase()}, not the program's ${program.currency}`);
+  const named = (charge as unknown as { invoice?: string | { id: string } | null }).invoice;
+  let invoiceId = typeof named === 'string' ? named : named?.id;
+  const intent = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
+  if (!invoiceId && intent) invoiceId = await invoiceOfPayment(db, program.id, intent);
+  if (!invoiceId) return ignored('no recorded invoice matches the charge');
   try {
-    const sale = await createSale(db, program, { referralId, totalEarned: fromMinorUnits(invoice.amount_paid, program.currency), externalInvoiceId: invoice.id! });
-    return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
+    const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: charge.amount_refunded });
+    return { outcome: 'recorded', reason: null, referral_id: sale.referralId, sale_id: sale.id };
   } catch (error) {
-    const existing = existingIdOf(error);
-    if (existing !== undefined) return { outcome: 'recorded', reason: 'the invoice was already recorded', referral_id: referralId, sale_id: Number(existing) };
-    if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
+    if (error instanceof ApiError && error.status < 500) return ignored(error.code === 'not_found' ? `no sale is recorded for the invoice ${invoiceId}` : error.detail);
     throw error;
   }
 }
@@ -120,6 +180,15 @@ async function handle(db: Db, program: ProgramContext, event: Stripe.Event): Pro
     }
     case 'invoice.paid':
       return sellInvoice(db, program, event.data.object);
+    case 'charge.refunded':
+      return refundCharge(db, program, event.data.object);
+    case 'invoice_payment.paid': {
+      // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
+      const payment = event.data.object as unknown as { invoice?: string; payment?: { payment_intent?: string } };
+      if (!payment.invoice || !payment.payment?.payment_intent) return ignored('the payment names no invoice or payment intent');
+      await recordPayment(db, program.id, payment.payment.payment_intent, payment.invoice, program.clock().toISOString());
+      return { outcome: 'recorded', reason: `payment ${payment.payment.payment_intent} of ${payment.invoice} noted for refunds`, referral_id: null, sale_id: null };
+    }
     default:
       return ignored(`${event.type} is not an event Tandem uses`);
   }

@@ -95,7 +95,11 @@ async function findCustomer(tx: Tx, program: ProgramContext, body: CreateSaleBod
   return customer ?? {};
 }
 
-export async function createSale(db: Db, program: ProgramContext, body: CreateSaleBody): Promise<Sale> {
+/**
+ * Records a sale. `options.paidAt` (a billing provider's payment time, never after now) dates
+ * it, so a late or retried delivery counts in the right month and the plan's window.
+ */
+export async function createSale(db: Db, program: ProgramContext, body: CreateSaleBody, options: { paidAt?: Date } = {}): Promise<Sale> {
   if (body.referralId === undefined && body.email === undefined && body.promoCode === undefined) {
     throw new ApiError('validation_failed', 'Name the customer.', [{ pointer: '#/referralId', detail: 'referralId, email or promoCode is required' }]);
   }
@@ -103,7 +107,9 @@ export async function createSale(db: Db, program: ProgramContext, body: CreateSa
   const bodyRate = body.commissionRate === undefined ? undefined : rateToMillionths(body.commissionRate, '#/commissionRate');
 
   const invoiceKey = body.externalInvoiceId ? body.externalInvoiceId : null;
-  const work = (tx: Tx) => sellInTransaction(tx, program, body, { totalEarned, bodyRate, invoiceKey });
+  const now = program.clock();
+  const createdAt = options.paidAt !== undefined && options.paidAt.getTime() < now.getTime() ? options.paidAt : now;
+  const work = (tx: Tx) => sellInTransaction(tx, program, body, { totalEarned, bodyRate, invoiceKey, createdAt });
   if (invoiceKey === null) return inTransaction(db, work);
   // An invoice pays commission once: a retried billing webhook gets the sale already recorded.
   return inTransactionOnce(
@@ -121,7 +127,7 @@ async function sellInTransaction(
   tx: Tx,
   program: ProgramContext,
   body: CreateSaleBody,
-  { totalEarned, bodyRate, invoiceKey }: { totalEarned: number; bodyRate: number | undefined; invoiceKey: string | null },
+  { totalEarned, bodyRate, invoiceKey, createdAt }: { totalEarned: number; bodyRate: number | undefined; invoiceKey: string | null; createdAt: Date },
 ): Promise<Sale> {
   const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
   let { referral, credit } = await findCustomer(tx, program, body);
@@ -150,7 +156,6 @@ async function sellInTransaction(
     }
   }
 
-  const createdAt = program.clock();
   const rate = bodyRate ?? effectiveRate(credit.affiliate, program);
   const rule = await ruleForNewSale(tx, program, referral, { rate, bodyRate, at: createdAt });
   const commission = commissionUnder(rule, totalEarned);
@@ -299,7 +304,7 @@ export async function voidSale(db: Db, program: ProgramContext, id: number): Pro
  * back in proportion (computed on the running total, so a sale refunded in parts ends at exactly
  * zero); each refund is kept as its own row and reported as sale.refunded.
  */
-export async function refundSale(db: Db, program: ProgramContext, body: RefundSaleBody): Promise<Sale> {
+export async function refundSale(db: Db, program: ProgramContext, body: RefundSaleBody, options: { upToRefundedMinor?: number } = {}): Promise<Sale> {
   if (body.saleId === undefined && body.externalInvoiceId === undefined) throw invalidField('#/saleId', 'saleId or externalInvoiceId is required');
   const requested = body.amount === undefined ? undefined : toMinorUnits(body.amount, program.currency, '#/amount');
   return inTransaction(db, async (tx) => {
@@ -309,7 +314,11 @@ export async function refundSale(db: Db, program: ProgramContext, body: RefundSa
     }
     const left = Number(before.total_earned) - Number(before.refunded_amount);
     if (left === 0) throw invalidField('#/saleId', 'names a sale that is already fully refunded');
-    const amount = requested ?? left;
+    // A provider's cumulative refunded total (Stripe's amount_refunded): refund what goes beyond
+    // what is already refunded, read under the sale's lock so two deliveries never refund twice.
+    const beyond = options.upToRefundedMinor === undefined ? undefined : Math.min(options.upToRefundedMinor, Number(before.total_earned)) - Number(before.refunded_amount);
+    if (beyond !== undefined && beyond <= 0) throw invalidField('#/amount', 'is nothing beyond what is already refunded');
+    const amount = beyond ?? requested ?? left;
     if (amount > left) throw invalidField('#/amount', `is more than the ${fromMinorUnits(left, program.currency)} not yet refunded`);
     const now = program.clock().toISOString();
     const refundedAmount = Number(before.refunded_amount) + amount;
