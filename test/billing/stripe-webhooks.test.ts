@@ -13,6 +13,7 @@ import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 
 const stripe = new Stripe('sk_test_unused');
 let t: TestServer;
@@ -90,6 +91,35 @@ describe('Stripe webhooks', () => {
       ],
     );
     assert.match(listed[0].reason, /not an event Tandem uses/);
+  });
+
+  it("a Stripe promotion code credits the affiliate of the program's matching code (by promo_ id or code string), on sessions and invoices", async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const coupon = (await api.post('/coupons', { name: 'Ten off', couponType: 'PERCENTAGE', percentOff: 10, duration: 'once' })).body;
+    const byId = (await api.post('/promotional-codes', { couponId: coupon.id, code: unique('JANE').replace(/[^A-Za-z0-9]/g, ''), externalId: 'promo_1Jane', affiliateId: affiliate.id })).body;
+    const byString = (await api.post('/promotional-codes', { couponId: coupon.id, code: 'SPRING10', affiliateId: affiliate.id })).body;
+    const session = event('checkout.session.completed', { id: 'cs_promo', object: 'checkout.session', customer: 'cus_promo', customer_details: { email: uniqueEmail('promo'), name: 'Pat' }, mode: 'subscription', discounts: [{ promotion_code: 'promo_1Jane' }] });
+    await deliver(programId, session, secret);
+    const referral = (await api.get('/referrals?externalId=cus_promo')).body[0];
+    assert.equal(referral.affiliateId, affiliate.id);
+    assert.equal((await api.get(`/promotional-codes?id=${byId.id}`)).body.timesRedeemed, 1);
+    const invoice = invoiceEvent('cus_walkin', 3000);
+    Object.assign(invoice.data.object as object, { customer_email: uniqueEmail('walkin'), customer_name: 'Walk In', discounts: [{ promotion_code: { id: 'promo_unknown', code: 'SPRING10' } }] });
+    await deliver(programId, invoice, secret);
+    const walkIn = (await api.get('/referrals?externalId=cus_walkin')).body[0];
+    assert.equal(walkIn.affiliateId, affiliate.id);
+    assert.equal((await api.get(`/sales?referralId=${walkIn.id}`)).body[0].totalEarned, 30);
+    assert.equal((await api.get(`/promotional-codes?id=${byString.id}`)).body.timesRedeemed, 1);
+  });
+
+  it('a paid one-time Checkout (no invoice) is a sale keyed by the session, refunded through its payment intent', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const session = event('checkout.session.completed', { id: 'cs_once', object: 'checkout.session', customer: 'cus_once', client_reference_id: affiliate.link, customer_details: { email: uniqueEmail('once'), name: 'Once' }, mode: 'payment', payment_status: 'paid', invoice: null, amount_total: 7900, currency: 'usd', payment_intent: 'pi_once', created: Math.floor(Date.now() / 1000) });
+    await deliver(programId, session, secret);
+    const [sale] = (await api.get('/sales')).body;
+    assert.deepEqual([sale.totalEarned, sale.externalInvoiceId], [79, 'cs_once']);
+    await deliver(programId, event('charge.refunded', { id: 'ch_once', object: 'charge', currency: 'usd', amount: 7900, amount_refunded: 7900, payment_intent: 'pi_once' }), secret);
+    assert.equal((await api.get(`/sales?id=${sale.id}`)).body.status, 'refunded');
   });
 
   it('records an event once: a redelivery, and two deliveries at the same moment', async () => {
@@ -218,6 +248,19 @@ describe('Stripe webhooks', () => {
     const stored = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', a.programId).executeTakeFirstOrThrow();
     assert.ok(stored.stripe_secret_sealed && !stored.stripe_secret_sealed.includes(a.secret.slice(6)));
     assertProblem(await b.api.get('/billing-events?limit=0'), 422, 'validation_failed', '#/limit');
+  });
+});
+
+describe('billing events and the purge', () => {
+  it('go with the event history after EVENT_RETENTION_DAYS', async () => {
+    const { api, programId, secret } = await connectedProgram();
+    await deliver(programId, customerEvent(undefined), secret);
+    const kept = await purgeExpired(rawDb(t), new Date(now.getTime() + 29 * 86_400_000), { clickRetentionDays: 30, eventRetentionDays: 30 });
+    assert.equal((await api.get('/billing-events')).body.length, 1);
+    assert.equal(kept.billingEvents, 0);
+    const purged = await purgeExpired(rawDb(t), new Date(now.getTime() + 31 * 86_400_000), { clickRetentionDays: 30, eventRetentionDays: 30 });
+    assert.ok(purged.billingEvents >= 1);
+    assert.deepEqual((await api.get('/billing-events')).body, []);
   });
 });
 

@@ -1,7 +1,8 @@
-import type { Insertable, Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { BillingEventsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { deleteInBatches } from '../../db/batched-delete.ts';
 
 export type BillingEventRow = Selectable<BillingEventsTable>;
 
@@ -79,4 +80,12 @@ export async function expireWaitingInvoices(db: Db, programId: string, before: s
 
 export async function settleBillingEvent(db: Db, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
   await db.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', programId).where('id', '=', id).where('outcome', '=', 'waiting').execute();
+}
+
+/** Billing events received before `before` (the worker's purge, with the event history); waiting ones are long ignored by then. */
+export function purgeBillingEventsBefore(db: Db, before: string): Promise<number> {
+  return deleteInBatches(async (limit) => {
+    const result = await sql`delete from billing_events where (program_id, id) in (select program_id, id from billing_events where created_at < ${before} limit ${limit})`.execute(db);
+    return { numDeletedRows: result.numAffectedRows ?? 0n };
+  });
 }

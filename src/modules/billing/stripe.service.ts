@@ -9,6 +9,7 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
 import { createSale, refundSale } from '../sales/sale.service.ts';
+import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import {
   expireWaitingInvoices,
   insertBillingEventOnce,
@@ -90,11 +91,45 @@ function existingIdOf(error: unknown): string | number | undefined {
   return error instanceof ApiError && (error.code === 'duplicate_referral' || error.code === 'duplicate_sale') ? (error as ApiError & { existingId?: string | number }).existingId : undefined;
 }
 
-async function referCustomer(db: Db, program: ProgramContext, customer: { id: string; email?: string | null; name?: string | null }, ref: string | null | undefined): Promise<Outcome> {
-  if (!ref) return ignored('no tandem_referral (client_reference_id or metadata) names an affiliate');
+/** Who a Stripe object credits: its tandem_referral (an affiliate id or link string), else the program's code matching its promotion code. */
+type Credit = { affiliateId: string } | { promoCode: string };
+
+/** The program's promotional code for a Stripe promotion code: by externalId (promo_…), else by its code string. */
+async function codeForPromotion(db: Db, program: ProgramContext, promotion: { id?: string; code?: string } | null): Promise<string | undefined> {
+  if (!promotion) return undefined;
+  for (const query of [promotion.id ? { externalId: promotion.id } : null, promotion.code ? { code: promotion.code } : null]) {
+    if (!query) continue;
+    try {
+      return (await getPromotionalCode(db, program, query)).code;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+/** The promotion code a session's or invoice's discounts carry: its id, and its code string when expanded. */
+function promotionOf(discounts: unknown): { id?: string; code?: string } | null {
+  if (!Array.isArray(discounts)) return null;
+  for (const discount of discounts) {
+    const promotion = (discount as { promotion_code?: unknown } | null)?.promotion_code;
+    if (typeof promotion === 'string') return { id: promotion };
+    if (promotion && typeof promotion === 'object') return { id: (promotion as { id?: string }).id, code: (promotion as { code?: string }).code };
+  }
+  return null;
+}
+
+async function creditOf(db: Db, program: ProgramContext, ref: string | null | undefined, discounts: unknown): Promise<Credit | undefined> {
+  if (ref) return { affiliateId: ref };
+  const code = await codeForPromotion(db, program, promotionOf(discounts));
+  return code === undefined ? undefined : { promoCode: code };
+}
+
+async function referCustomer(db: Db, program: ProgramContext, customer: { id: string; email?: string | null; name?: string | null }, credit: Credit | undefined): Promise<Outcome> {
+  if (!credit) return ignored('no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program');
   if (!customer.email) return ignored('the customer has no e-mail');
   try {
-    const referral = await createReferral(db, program, { name: customer.name || customer.email, email: customer.email, referredUserExternalId: customer.id, affiliateId: ref });
+    const referral = await createReferral(db, program, { name: customer.name || customer.email, email: customer.email, referredUserExternalId: customer.id, ...credit });
     await settleWaitingInvoices(db, program, customer.id, referral.id);
     return { outcome: 'recorded', reason: null, referral_id: referral.id, sale_id: null };
   } catch (error) {
@@ -127,6 +162,13 @@ async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: st
   }
 }
 
+async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Checkout.Session, referralId: string): Promise<Outcome> {
+  if ((session.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(session.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
+  const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
+  if (intent) await recordPayment(db, program.id, intent, session.id, program.clock().toISOString());
+  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amount_total!, paidAt: session.created ? new Date(session.created * 1000).toISOString() : null });
+}
+
 async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invoice): Promise<Outcome> {
   if (!invoice.amount_paid || invoice.amount_paid <= 0) return ignored('nothing was paid');
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
@@ -142,6 +184,12 @@ async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invo
   try {
     referralId = (await getReferral(db, program, { externalId: customerId })).id;
   } catch {
+    // A promotion code on the invoice credits its affiliate: the customer becomes their referral.
+    const byCode = await creditOf(db, program, undefined, invoice.discounts);
+    if (byCode) {
+      const referred = await referCustomer(db, program, { id: customerId, email: invoice.customer_email, name: invoice.customer_name }, byCode);
+      if (referred.outcome === 'recorded') return recordInvoiceSale(db, program, referred.referral_id!, waiting);
+    }
     // Stripe sends the first invoice before the checkout's customer as often as after.
     return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: customerId };
   }
@@ -170,13 +218,19 @@ async function handle(db: Db, program: ProgramContext, event: Stripe.Event): Pro
     case 'customer.created':
     case 'customer.updated': {
       const customer = event.data.object;
-      return referCustomer(db, program, customer, customer.metadata?.tandem_referral);
+      return referCustomer(db, program, customer, await creditOf(db, program, customer.metadata?.tandem_referral, undefined));
     }
     case 'checkout.session.completed': {
       const session = event.data.object;
       const customerId = typeof session.customer === 'string' ? session.customer : session.customer?.id;
       if (!customerId) return ignored('the session has no customer');
-      return referCustomer(db, program, { id: customerId, email: session.customer_details?.email, name: session.customer_details?.name }, session.client_reference_id ?? session.metadata?.tandem_referral);
+      const credit = await creditOf(db, program, session.client_reference_id ?? session.metadata?.tandem_referral, (session as unknown as { discounts?: unknown }).discounts);
+      const referred = await referCustomer(db, program, { id: customerId, email: session.customer_details?.email, name: session.customer_details?.name }, credit);
+      // A one-time payment (no invoice) is the sale itself, keyed by the session.
+      if (referred.outcome === 'recorded' && session.mode === 'payment' && session.payment_status === 'paid' && !session.invoice && session.amount_total) {
+        return sellPayment(db, program, session, referred.referral_id!);
+      }
+      return referred;
     }
     case 'invoice.paid':
       return sellInvoice(db, program, event.data.object);

@@ -5,6 +5,7 @@ import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
 import { purgeClicksBefore } from '../tracking/click.repository.ts';
 import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
 import { purgeMailBefore } from '../mail/mail.repository.ts';
+import { purgeBillingEventsBefore } from '../billing/billing.repository.ts';
 
 /** Sent and given-up e-mail is kept this long (to see what went out), then purged. */
 const MAIL_KEPT_MS = 30 * 86_400_000;
@@ -18,10 +19,11 @@ export interface PurgedCounts {
   clicks: number;
   mail: number;
   portalLogins: number;
+  billingEvents: number;
 }
 
 /** How long what the purge deletes is kept, where the operator decides. */
-export type Retention = Pick<Config, 'clickRetentionDays'>;
+export type Retention = Pick<Config, 'clickRetentionDays'> & Partial<Pick<Config, 'eventRetentionDays'>>;
 
 /** CLICK_RETENTION_DAYS' default, for a caller that passes no configuration. */
 const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
@@ -46,6 +48,8 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
     mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
     portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso)),
+    // Billing events go with the rest of the event history (EVENT_RETENTION_DAYS).
+    billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString()),
   };
 }
 
