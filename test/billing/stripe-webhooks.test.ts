@@ -122,6 +122,31 @@ describe('Stripe webhooks', () => {
     assert.equal((await api.get(`/sales?id=${sale.id}`)).body.status, 'refunded');
   });
 
+  it('a dispute holds the commission while open; won, it is due; lost, it is taken back like a refund', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    await updateProgramSettings(rawDb(t), programId, { holdDays: 0 });
+    await deliver(programId, customerEvent(affiliate.link, 'cus_dispute'), secret);
+    for (const [invoiceId, intent] of [['in_won', 'pi_won'], ['in_lost', 'pi_lost']]) {
+      const invoice = invoiceEvent('cus_dispute', 10_000, 'usd', invoiceId);
+      (invoice.data.object as any).payment_intent = intent;
+      await deliver(programId, invoice, secret);
+    }
+    const dispute = (intent: string, status: string, type = 'charge.dispute.created') => event(type, { id: `dp_${intent}`, object: 'dispute', charge: `ch_${intent}`, payment_intent: intent, amount: 10_000, currency: 'usd', status });
+    await deliver(programId, dispute('pi_won', 'needs_response'), secret);
+    await deliver(programId, dispute('pi_lost', 'needs_response'), secret);
+    assert.deepEqual((await api.post('/payouts', {})).body, [], 'held: nothing is due');
+    const due = async () => (await api.get(`/commissions?affiliateId=${affiliate.id}&status=due`)).body.reduce((sum: number, e: any) => sum + e.amount, 0);
+    assert.equal(await due(), 0);
+    await deliver(programId, dispute('pi_won', 'won', 'charge.dispute.closed'), secret);
+    assert.equal(await due(), 20, 'won: due at once');
+    await deliver(programId, dispute('pi_lost', 'lost', 'charge.dispute.closed'), secret);
+    assert.equal(await due(), 20, 'lost: taken back (sale + refund net to 0)');
+    const lost = (await api.get('/sales')).body.find((s: any) => s.externalInvoiceId === 'in_lost');
+    assert.deepEqual([lost.status, lost.commission], ['refunded', 0]);
+    const [payout] = (await api.post('/payouts', {})).body;
+    assert.equal(payout.amount, 20);
+  });
+
   it('records an event once: a redelivery, and two deliveries at the same moment', async () => {
     const { api, programId, secret, affiliate } = await connectedProgram();
     const customer = customerEvent(affiliate.id);

@@ -8,7 +8,8 @@ import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
-import { createSale, refundSale } from '../sales/sale.service.ts';
+import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.service.ts';
+import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import {
   expireWaitingInvoices,
@@ -169,6 +170,30 @@ async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Chec
   return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amount_total!, paidAt: session.created ? new Date(session.created * 1000).toISOString() : null });
 }
 
+/**
+ * A dispute holds the sale's unpaid commission (not due) while it is open; lost, the commission
+ * is taken back like a full refund; won, it falls due at once.
+ */
+async function disputeOutcome(db: Db, program: ProgramContext, type: 'charge.dispute.created' | 'charge.dispute.closed', dispute: Stripe.Dispute): Promise<Outcome> {
+  const intent = typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
+  const invoiceId = intent ? await invoiceOfPayment(db, program.id, intent) : undefined;
+  const saleId = invoiceId ? await findSaleIdOfInvoice(db, program, invoiceId) : undefined;
+  if (!invoiceId || saleId === undefined) return ignored('no recorded sale matches the disputed payment');
+  if (type === 'charge.dispute.created') {
+    await holdSaleCommission(db, program, saleId);
+    return { outcome: 'recorded', reason: 'the commission is held while the dispute is open', referral_id: null, sale_id: saleId };
+  }
+  if (dispute.status === 'lost') {
+    try {
+      await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: Number.MAX_SAFE_INTEGER });
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status < 500)) throw error; // already fully refunded
+    }
+  }
+  await releaseSaleCommission(db, program, saleId);
+  return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
+}
+
 async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invoice): Promise<Outcome> {
   if (!invoice.amount_paid || invoice.amount_paid <= 0) return ignored('nothing was paid');
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
@@ -236,6 +261,9 @@ async function handle(db: Db, program: ProgramContext, event: Stripe.Event): Pro
       return sellInvoice(db, program, event.data.object);
     case 'charge.refunded':
       return refundCharge(db, program, event.data.object);
+    case 'charge.dispute.created':
+    case 'charge.dispute.closed':
+      return disputeOutcome(db, program, event.type, event.data.object);
     case 'invoice_payment.paid': {
       // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
       const payment = event.data.object as unknown as { invoice?: string; payment?: { payment_intent?: string } };

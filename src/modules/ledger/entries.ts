@@ -1,8 +1,8 @@
-import type { Tx } from '../../db/transaction.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { toIso } from '../../domain/clock.ts';
 import { endOfHold } from '../../domain/commission.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { insertEntries, saleEntryStates } from './ledger.repository.ts';
+import { HELD_UNTIL, insertEntries, saleEntryStates, setSaleEntriesDue } from './ledger.repository.ts';
 
 // The commission ledger's rules (CONTRACT "Commission plans and the ledger"). Every change of
 // what an affiliate earns appends an entry, in the transaction of the change:
@@ -58,4 +58,17 @@ export async function appendChangeEntries(
       };
     }),
   );
+}
+
+/**
+ * A disputed sale's commission waits: its entries that are in no payout and unpaid are not due
+ * until the dispute closes (a lost dispute then takes the commission back like a refund).
+ */
+export async function holdSaleCommission(db: Db, program: ProgramContext, saleId: number): Promise<number> {
+  return inTransaction(db, (tx) => setSaleEntriesDue(tx, program.id, saleId, HELD_UNTIL, false));
+}
+
+/** The dispute closed: the held entries fall due at once. */
+export async function releaseSaleCommission(db: Db, program: ProgramContext, saleId: number): Promise<number> {
+  return inTransaction(db, (tx) => setSaleEntriesDue(tx, program.id, saleId, program.clock().toISOString(), true));
 }

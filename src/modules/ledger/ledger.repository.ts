@@ -166,3 +166,23 @@ export async function ledgerBalance(db: Db | Tx, programId: string, now: string,
   const row = await q.executeTakeFirstOrThrow();
   return { pending: Number(row.pending), due: Number(row.due), dueOutsidePayouts: Number(row.open), paid: Number(row.paid) };
 }
+
+/** The far future a held entry waits until: never due while its sale is disputed. */
+export const HELD_UNTIL = '9999-12-31T00:00:00.000Z';
+
+/**
+ * Holds (or releases, due at `releaseAt`) a sale's commission entries that are in no payout and
+ * unpaid; returns how many moved. Amounts never change: only when they fall due.
+ */
+export async function setSaleEntriesDue(tx: Tx, programId: string, saleId: number, dueAt: string, onlyHeld: boolean): Promise<number> {
+  let q = tx
+    .updateTable('commission_entries')
+    .set({ due_at: dueAt })
+    .where('program_id', '=', programId)
+    .where('sale_id', '=', saleId)
+    .where('payout_id', 'is', null)
+    .where('paid_at', 'is', null);
+  if (onlyHeld) q = q.where('due_at', '=', HELD_UNTIL);
+  const { numUpdatedRows } = await q.executeTakeFirst();
+  return Number(numUpdatedRows);
+}

@@ -217,6 +217,11 @@ async function ruleForNewSale(tx: Tx, program: ProgramContext, referral: Referra
   return { rule: 'flat', flatMinor: plan.flatAmount };
 }
 
+/** The id of the program's sale of an invoice (externalInvoiceId), if any. */
+export function findSaleIdOfInvoice(db: Db, program: ProgramContext, invoiceKey: string): Promise<number | undefined> {
+  return findSaleIdByInvoice(db, program.id, invoiceKey);
+}
+
 export type SaleQuery = SaleFilter & { affiliateEmail?: string };
 
 export async function getSale(db: Db, program: ProgramContext, query: SaleQuery): Promise<Sale> {

@@ -27,7 +27,7 @@ const DONE = {
 type Section = 'program' | 'plan' | 'portal' | 'stripe' | 'integration';
 
 /** The Stripe events the webhook endpoint should send (what Tandem reads today). */
-const STRIPE_EVENTS = ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid', 'invoice_payment.paid', 'charge.refunded'];
+const STRIPE_EVENTS = ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid', 'invoice_payment.paid', 'charge.refunded', 'charge.dispute.created', 'charge.dispute.closed'];
 
 const PORTAL_FIELDS = { 'portal/slug': 'portalSlug', 'portal/signup': 'portalSignup', 'portal/color': 'portalColor', 'portal/terms': 'portalTerms' };
 
