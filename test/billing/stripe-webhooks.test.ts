@@ -192,6 +192,14 @@ describe('Stripe webhooks', () => {
     const settled = (await api.get('/billing-events')).body.find((e: any) => e.id === early.id);
     assert.deepEqual([settled.outcome, settled.saleId], ['recorded', sale.id]);
 
+    // A referral made through the API within the 24 hours: the waiting invoice becomes its sale.
+    const viaApi = invoiceEvent('cus_api', 1200);
+    await deliver(programId, viaApi, secret);
+    const apiReferral = (await api.post('/referrals', { name: 'Api Made', email: uniqueEmail('apimade'), referredUserExternalId: 'cus_api', affiliateId: affiliate.id })).body;
+    const settledByApi = (await api.get('/billing-events')).body.find((e: any) => e.id === viaApi.id);
+    assert.equal(settledByApi.outcome, 'recorded');
+    assert.equal((await api.get(`/sales?referralId=${apiReferral.id}`)).body[0].totalEarned, 12);
+
     await deliver(programId, invoiceEvent('cus_late', 900), secret);
     await deliver(programId, customerEvent(undefined), secret);
     now = new Date(now.getTime() + 25 * 3_600_000);

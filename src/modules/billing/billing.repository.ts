@@ -89,3 +89,16 @@ export function purgeBillingEventsBefore(db: Db, before: string): Promise<number
     return { numDeletedRows: result.numAffectedRows ?? 0n };
   });
 }
+
+/** Waiting invoices whose customer has been referred meanwhile (by the API or the dashboard), with the referral, at most `limit`. */
+export function waitingInvoicesOfReferredCustomers(db: Db, programId: string, limit: number): Promise<(BillingEventRow & { found_referral_id: string; referred_at: string | Date })[]> {
+  return db
+    .selectFrom('billing_events as b')
+    .innerJoin('referrals as r', (join) => join.onRef('r.program_id', '=', 'b.program_id').onRef('r.external_id_key', '=', 'b.customer_id'))
+    .selectAll('b')
+    .select(['r.id as found_referral_id', 'r.created_at as referred_at'])
+    .where('b.program_id', '=', programId)
+    .where('b.outcome', '=', 'waiting')
+    .limit(limit)
+    .execute();
+}

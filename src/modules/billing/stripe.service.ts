@@ -21,6 +21,7 @@ import {
   settleBillingEvent,
   stripeSecretOf,
   waitingInvoicesOf,
+  waitingInvoicesOfReferredCustomers,
   type BillingEventRow,
 } from './billing.repository.ts';
 import { open, seal } from './sealed-secret.ts';
@@ -73,8 +74,22 @@ export function serializeBillingEvent(row: BillingEventRow): BillingEvent {
 }
 
 export async function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
-  await expireWaitingInvoices(db, program.id, new Date(program.clock().getTime() - WAITING_MS).toISOString());
+  await settleOrExpireWaiting(db, program);
   return listBillingEvents(db, program.id, page);
+}
+
+/**
+ * Waiting invoices whose customer was referred meanwhile by another way than a Stripe event (the
+ * API, the dashboard) become sales when that referral came within 24 hours; the rest expire
+ * after 24 hours. Run before each list and each received event.
+ */
+async function settleOrExpireWaiting(db: Db, program: ProgramContext): Promise<void> {
+  for (const row of await waitingInvoicesOfReferredCustomers(db, program.id, 100)) {
+    const inTime = Date.parse(toIso(row.referred_at)) - Date.parse(toIso(row.created_at)) <= WAITING_MS;
+    const outcome = inTime ? await recordInvoiceSale(db, program, row.found_referral_id, JSON.parse(row.waiting ?? '{}') as WaitingInvoice) : ignored('the customer was not referred within 24 hours of the invoice');
+    await settleBillingEvent(db, program.id, row.id, outcome);
+  }
+  await expireWaitingInvoices(db, program.id, new Date(program.clock().getTime() - WAITING_MS).toISOString());
 }
 
 type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>;
@@ -289,6 +304,7 @@ export async function receiveStripeEvent(db: Db, program: ProgramContext, rawBod
   } catch {
     throw new ApiError('bad_request', 'The Stripe-Signature header is missing, or does not match this program\'s signing secret within 5 minutes.');
   }
+  await settleOrExpireWaiting(db, program);
   const outcome = await handle(db, program, event);
   const stored = await inTransaction(db, (tx) =>
     insertBillingEventOnce(tx, { program_id: program.id, id: event.id, provider: 'stripe', type: event.type, created_at: program.clock().toISOString(), ...outcome }),
