@@ -14,6 +14,7 @@ import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } fr
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
+import { readFileSync } from 'node:fs';
 
 const stripe = new Stripe('sk_test_unused');
 let t: TestServer;
@@ -281,6 +282,33 @@ describe('Stripe webhooks', () => {
     const stored = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', a.programId).executeTakeFirstOrThrow();
     assert.ok(stored.stripe_secret_sealed && !stored.stripe_secret_sealed.includes(a.secret.slice(6)));
     assertProblem(await b.api.get('/billing-events?limit=0'), 422, 'validation_failed', '#/limit');
+  });
+});
+
+describe("Stripe's documented event shapes (fixtures kept in test/billing/fixtures, trimmed)", () => {
+  /** A fixture as Stripe sends it (API version 2025-03-31: the charge names no invoice), with the referral filled in. */
+  const fixture = (name: string, referral = '') => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8').replace('{{REFERRAL}}', referral));
+
+  it('checkout, its invoice, the invoice payment and a partial refund make one referral, one sale and one refund', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    for (const name of ['invoice.paid', 'checkout.session.completed', 'invoice_payment.paid', 'charge.refunded']) {
+      const res = await deliver(programId, fixture(name, affiliate.link), secret);
+      assert.equal(res.status, 200, `${name}: ${JSON.stringify(res.body)}`);
+    }
+    const referral = (await api.get('/referrals?externalId=cus_Rfixture01')).body[0];
+    assert.deepEqual([referral.affiliateId, referral.email, referral.name], [affiliate.id, 'carla@example.org', 'Carla Customer']);
+    const [sale] = (await api.get('/sales')).body;
+    assert.deepEqual(
+      [sale.externalInvoiceId, sale.totalEarned, sale.refundedAmount, sale.status, sale.createdAt],
+      ['in_1Qfixture01', 49, 19, 'partially_refunded', new Date(1764064795 * 1000).toISOString()],
+    );
+    // (Received within the same millisecond, their order in the list is not asserted.)
+    assert.deepEqual((await api.get('/billing-events')).body.map((e: any) => `${e.type} ${e.outcome}`).sort(), [
+      'charge.refunded recorded',
+      'checkout.session.completed recorded',
+      'invoice.paid recorded',
+      'invoice_payment.paid recorded',
+    ]);
   });
 });
 
