@@ -29,7 +29,11 @@ function merchantPage(trackerSrc: string, programId: string): string {
   return `<!doctype html><html><head><title>Shop</title>
 <script>window.readyEvents = []; addEventListener('tandem:ready', function (e) { window.readyEvents.push(e.detail.referral); });</script>
 <script src="${trackerSrc}" data-program-id="${programId}" async></script>
-</head><body><h1>Welcome to the shop</h1></body></html>`;
+</head><body><h1>Welcome to the shop</h1>
+<a id="buy" href="https://buy.stripe.com/test_fixture">Buy</a>
+<a id="buy-own" href="https://buy.stripe.com/test_own?client_reference_id=set-by-page">Buy (own id)</a>
+<stripe-pricing-table id="table" pricing-table-id="prctbl_fixture"></stripe-pricing-table>
+</body></html>`;
 }
 
 before(async () => {
@@ -112,6 +116,18 @@ describe('tracker.js on a merchant page in Chromium', () => {
       const referral = await api.post('/referrals', { name: 'Tracked Buyer', email: uniqueEmail('buyer'), referredUserExternalId: unique('cus'), affiliateId: landed.referral });
       assert.equal(referral.status, 201, JSON.stringify(referral.body));
       assert.equal(referral.body.affiliateId, affiliate.id);
+
+      // Stripe Payment Links and pricing tables carry the referral to Checkout (docs/stripe.md).
+      const stripe = await page.evaluate(() => ({
+        link: (document.getElementById('buy') as HTMLAnchorElement).href,
+        own: (document.getElementById('buy-own') as HTMLAnchorElement).href,
+        table: document.getElementById('table')!.getAttribute('client-reference-id'),
+      }));
+      assert.deepEqual(stripe, {
+        link: `https://buy.stripe.com/test_fixture?client_reference_id=${affiliate.link}`,
+        own: 'https://buy.stripe.com/test_own?client_reference_id=set-by-page',
+        table: affiliate.link,
+      });
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -23,8 +23,25 @@
     if (!domain || domain.indexOf('.') < 0 || /^[\d.]+$|:/.test(host)) return '';
     return host === domain || host.slice(-domain.length - 1) === '.' + domain ? domain : '';
   }
+  // Stripe Payment Links and pricing tables on the page carry the referral to Checkout as
+  // client_reference_id (docs/stripe.md), unless the page set one itself.
+  function decorate() {
+    var ref = t.referral, i, u;
+    if (!ref || !/^[\w-]{1,200}$/.test(ref)) return;
+    var links = d.querySelectorAll('a[href^="https://buy.stripe.com/"]');
+    for (i = 0; i < links.length; i++) {
+      try {
+        u = new URL(links[i].href);
+        if (!u.searchParams.get('client_reference_id')) { u.searchParams.set('client_reference_id', ref); links[i].href = u.href; }
+      } catch (e) { /* not a URL: left alone */ }
+    }
+    var tables = d.querySelectorAll('stripe-pricing-table');
+    for (i = 0; i < tables.length; i++) if (!tables[i].getAttribute('client-reference-id')) tables[i].setAttribute('client-reference-id', ref);
+  }
   function ready() {
     t.ready = true;
+    if (d.readyState === 'loading') d.addEventListener('DOMContentLoaded', decorate);
+    else decorate();
     try {
       w.dispatchEvent(new CustomEvent('tandem:ready', { detail: { referral: t.referral } }));
     } catch (e) { /* very old browsers: window.tandem still holds the referral */ }
