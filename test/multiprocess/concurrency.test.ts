@@ -14,6 +14,8 @@ import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
+import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import Stripe from 'stripe';
 
 const PROCESSES = 2;
 
@@ -302,5 +304,29 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     const ledger = await sql<{ total: string | number }>`select sum(amount) as total from commission_entries where program_id = ${tenant.programId}`.execute(db());
     const paidOut = await sql<{ total: string | number }>`select sum(amount) as total from payouts where program_id = ${tenant.programId} and status = 'pending'`.execute(db());
     assert.equal(Number(paidOut.rows[0]!.total) + Number(open.rows[0]!.total ?? 0), Number(ledger.rows[0]!.total), 'payouts + entries outside them = the whole ledger');
+  });
+
+  it('(h) one Stripe event delivered to both processes at once, ten times over, records one sale and one event', async () => {
+    const secret = 'whsec_multiprocessSecret1234';
+    await connectStripe(db(), tenant.programId, secret, new Date().toISOString());
+    const affiliate = await createAffiliate();
+    await created(await via(0).post('/referrals', { name: 'Stripe Buyer', email: uniqueEmail('stripe'), referredUserExternalId: 'cus_multi', affiliateId: affiliate.id }));
+    const stripe = new Stripe('sk_test_unused');
+    const payload = JSON.stringify({ id: 'evt_multi_1', object: 'event', type: 'invoice.paid', created: 1, data: { object: { id: 'in_multi_1', object: 'invoice', customer: 'cus_multi', amount_paid: 2500, currency: 'usd', status: 'paid' } } });
+    const deliveries = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        fetch(`${servers[i % servers.length]!.url}/api/billing/stripe/${tenant.programId}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret }) },
+          body: payload,
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as { duplicate: boolean } })),
+      ),
+    );
+    assert.deepEqual(deliveries.map((d) => d.status), Array(10).fill(200), serverLogs());
+    assert.equal(deliveries.filter((d) => !d.body.duplicate).length, 1, 'stored once');
+    const sales = await sql<{ n: string | number }>`select count(*) as n from sales where program_id = ${tenant.programId} and external_invoice_id = 'in_multi_1'`.execute(db());
+    assert.equal(Number(sales.rows[0]!.n), 1, 'one sale');
+    const events = await sql<{ n: string | number }>`select count(*) as n from billing_events where program_id = ${tenant.programId}`.execute(db());
+    assert.equal(Number(events.rows[0]!.n), 1);
   });
 });
