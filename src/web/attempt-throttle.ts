@@ -52,7 +52,7 @@ async function countOrRefuse(db: Db, reply: FastifyReply, key: string, limit: At
   if (wait !== null) refuse(reply, wait, message);
 }
 
-const countAddress = (db: Db, request: FastifyRequest, reply: FastifyReply, form: 'login' | 'signup' | 'password', now: Date) =>
+const countAddress = (db: Db, request: FastifyRequest, reply: FastifyReply, form: 'login' | 'signup' | 'password' | 'portal-login', now: Date) =>
   countOrRefuse(db, reply, `${form}:address:${addressKey(request.ip)}`, ADDRESS_LIMIT, now, 'Too many attempts from your network.');
 
 /**
@@ -90,6 +90,20 @@ export async function throttlePasswordChange(db: Db, clock: Clock, request: Fast
   const account = `password:account:${accountOf(email)}`;
   await countOrRefuse(db, reply, account, PASSWORD_CHANGE_LIMIT, now, 'Too many wrong current passwords for this account.');
   return account;
+}
+
+/** Login e-mails to one address of one program's portal: a few per window, then none (no inbox is flooded). */
+const PORTAL_LOGIN_EMAIL_LIMIT: AttemptLimit = { max: 3, windowMs: 15 * 60_000 };
+
+/**
+ * Counts a portal "e-mail me a link" for the client's address (a 429 past its limit) and, for
+ * `email`, in that program; false when that e-mail address had its links for now — the caller
+ * sends nothing and answers the same, and the links already sent still work (nobody locked out).
+ */
+export async function throttlePortalLogin(db: Db, clock: Clock, request: FastifyRequest, reply: FastifyReply, programId: string, email: string): Promise<boolean> {
+  const now = clock();
+  await countAddress(db, request, reply, 'portal-login', now);
+  return (await countAttempt(db, `portal-login:email:${programId}:${accountOf(email)}`, PORTAL_LOGIN_EMAIL_LIMIT, now)) === null;
 }
 
 /** Takes back the count of an attempt that succeeded (the counter a throttle returned). */

@@ -401,9 +401,7 @@ async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean>
 export async function updateProgram(db: Db, userId: string, programId: string, input: Omit<ProgramInput, 'ownerUserId'>, clock: Clock = systemClock): Promise<Program> {
   const current = await findUserProgram(db, userId, programId);
   if (!current) throw notFound('Program');
-  // A setting the form does not send (undefined) keeps its value.
-  const given = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
-  return changeProgram(db, current, userId, { ...inputOf(current), ...given }, clock);
+  return changeProgram(db, current, userId, input, clock);
 }
 
 /**
@@ -412,14 +410,14 @@ export async function updateProgram(db: Db, userId: string, programId: string, i
  */
 export async function updateProgramSettings(db: Db, programId: string, changes: Partial<Omit<ProgramInput, 'ownerUserId'>>, clock: Clock = systemClock): Promise<Program> {
   const row = await getProgram(db, programId);
-  const current = serializeProgram(row);
-  const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
-  return changeProgram(db, current, row.owner_user_id, { ...inputOf(current), ...given }, clock);
+  return changeProgram(db, serializeProgram(row), row.owner_user_id, changes, clock);
 }
 
-async function changeProgram(db: Db, current: Program, userId: string, input: Omit<ProgramInput, 'ownerUserId'>, clock: Clock): Promise<Program> {
+/** Applies the settings given; one not given (undefined) keeps its value. */
+async function changeProgram(db: Db, current: Program, userId: string, input: Partial<Omit<ProgramInput, 'ownerUserId'>>, clock: Clock): Promise<Program> {
   const programId = current.id;
-  const changes = validateProgramInput({ ...input, ownerUserId: userId });
+  const given = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+  const changes = validateProgramInput({ ...inputOf(current), ...given, ownerUserId: userId });
   // Amounts are stored in minor units of the currency: switching it would change their value.
   if (changes.currency !== current.currency && (await hasAmountsInCurrency(db, programId))) {
     throw invalidField('#/currency', `cannot change once amounts are recorded in ${current.currency}`);

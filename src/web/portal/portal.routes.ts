@@ -5,20 +5,16 @@ import { assertValidBody } from '../../http/validation.ts';
 import { createAffiliate, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
-import { createLink } from '../../modules/affiliates/link.service.ts';
+import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
 import { CreateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { fullUrlsFor } from '../../modules/affiliates/link.service.ts';
 import { queueMail } from '../../modules/mail/mail.service.ts';
 import { signUpReceivedMail } from '../../modules/mail/messages.ts';
 import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modules/programs/program.service.ts';
-import { throttleSignUp } from '../attempt-throttle.ts';
+import { throttlePortalLogin, throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { cookieOptions, ensureCsrfBinding } from '../session.ts';
-import { createHash } from 'node:crypto';
-import { countAttempt } from '../../modules/throttling/attempt-counter.ts';
-import { addressKey } from '../../http/client-address.ts';
-import { normaliseEmail } from '../../domain/email.ts';
 import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
@@ -39,9 +35,6 @@ import { checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, 
 //   links, codes and payouts; me.json gives the same as JSON.
 
 const PORTAL_COOKIE = 'tandem_portal';
-/** Login e-mails: per client address (then 429), and per e-mail address (then none are sent, with the same answer: nobody's inbox can be flooded, nobody is locked out — earlier links still work). */
-const LOGIN_ADDRESS_LIMIT = { max: 10, windowMs: 60_000 };
-const LOGIN_EMAIL_LIMIT = { max: 3, windowMs: 15 * 60_000 };
 /** Links an affiliate may have when adding their own in the portal. */
 const MAX_PORTAL_LINKS = 20;
 
@@ -163,17 +156,9 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
     const email = (readForm(request).email ?? '').trim();
-    const now = clock();
-    const wait = await countAttempt(db, `portal-login:address:${addressKey(request.ip)}`, LOGIN_ADDRESS_LIMIT, now);
-    if (wait !== null) {
-      reply.header('retry-after', String(wait));
-      throw new ApiError('rate_limited', `Too many sign-in requests from your network. Try again in ${wait} seconds.`);
-    }
-    if (email.length > 0 && email.length <= 254 && email.includes('@')) {
-      const perEmail = `portal-login:email:${program.id}:${createHash('sha256').update(normaliseEmail(email).key).digest('hex')}`;
-      if ((await countAttempt(db, perEmail, LOGIN_EMAIL_LIMIT, now)) === null) {
-        await sendLoginLink(db, toProgramContext(program, clock), email, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
-      }
+    const plausible = email.length > 0 && email.length <= 254 && email.includes('@');
+    if ((await throttlePortalLogin(db, clock, request, reply, program.id, email)) && plausible) {
+      await sendLoginLink(db, toProgramContext(program, clock), email, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
     }
     return loginPage(request, reply, program, email || 'that address');
   });
@@ -283,8 +268,8 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const form = readForm(request);
     try {
       const context = toProgramContext(program, clock);
-      const view = await getPortalView(db, context, affiliate);
-      if (view.links.length >= MAX_PORTAL_LINKS) throw invalidField('#/link', `you have the most links an affiliate may add (${MAX_PORTAL_LINKS})`);
+      const links = await getAffiliateLinks(db, context, { id: affiliate.id, firstName: affiliate.first_name, lastName: affiliate.last_name, email: affiliate.email });
+      if (links.length >= MAX_PORTAL_LINKS) throw invalidField('#/link', `you have the most links an affiliate may add (${MAX_PORTAL_LINKS})`);
       const link = (form.link ?? '').trim();
       const body = { affiliateId: affiliate.id, ...(link === '' ? {} : { link }) };
       assertValidBody(CreateLinkBody, body);
