@@ -17,10 +17,6 @@ export async function insertBillingEventOnce(tx: Tx, row: Insertable<BillingEven
   return inserted !== undefined;
 }
 
-export async function setBillingEventOutcome(tx: Tx, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
-  await tx.updateTable('billing_events').set(outcome).where('program_id', '=', programId).where('id', '=', id).execute();
-}
-
 export function listBillingEvents(db: Db, programId: string, page: PageRequest): Promise<BillingEventRow[]> {
   return pageQuery(db.selectFrom('billing_events as b').selectAll('b').where('b.program_id', '=', programId), 'b', page).execute();
 }
@@ -32,11 +28,6 @@ export async function setStripeSecret(db: Db, programId: string, sealed: string 
 export async function stripeSecretOf(db: Db, programId: string): Promise<string | null | undefined> {
   const row = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', programId).executeTakeFirst();
   return row?.stripe_secret_sealed;
-}
-
-export async function lastBillingEventAt(db: Db, programId: string): Promise<string | Date | undefined> {
-  const row = await db.selectFrom('billing_events').select('created_at').where('program_id', '=', programId).orderBy('created_at', 'desc').limit(1).executeTakeFirst();
-  return row?.created_at;
 }
 
 /** Remembers which invoice a payment intent paid (a later refund names only the payment). */
