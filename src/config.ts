@@ -61,6 +61,8 @@ export interface Config {
   readonly smtpUrl: string | null;
   /** The From of every message. */
   readonly mailFrom: string;
+  /** Who may create an account: open, closed, or null (unset: open only while the instance has no user). */
+  readonly signup: 'open' | 'closed' | null;
   /** Delay before each retry of a message the SMTP server refused or could not take, in ms; its length is the number of retries. */
   readonly mailRetrySchedule: readonly number[];
 }
@@ -167,6 +169,12 @@ function parseMailFrom(raw: string | undefined, siteUrl: string): string {
   return from;
 }
 
+function parseSignup(raw: string | undefined): Config['signup'] {
+  if (raw === undefined || raw === '') return null;
+  if (raw === 'open' || raw === 'closed') return raw;
+  throw new ConfigError(`SIGNUP must be open or closed, got "${raw}"`);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
@@ -221,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     keepAliveTimeoutMs: overrides.keepAliveTimeoutMs ?? integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 5000, 1000, 3_600_000),
     smtpUrl: overrides.smtpUrl !== undefined ? overrides.smtpUrl : parseSmtpUrl(env.SMTP_URL),
     mailFrom: overrides.mailFrom ?? parseMailFrom(env.MAIL_FROM, siteUrl),
+    signup: overrides.signup !== undefined ? overrides.signup : parseSignup(env.SIGNUP),
     mailRetrySchedule: Object.freeze(overrides.mailRetrySchedule ?? parseDurations('MAIL_RETRY_SCHEDULE', env.MAIL_RETRY_SCHEDULE || DEFAULT_MAIL_RETRY_SCHEDULE)),
   });
 }

@@ -31,6 +31,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'idempotency_keys', key: ['program_id', 'key'] },
   { name: 'mail_outbox', key: ['id'] },
   { name: 'portal_login_tokens', key: ['token_hash'] },
+  { name: 'password_reset_tokens', key: ['token_hash'] },
   { name: 'portal_sessions', key: ['id_hash'] },
   { name: 'billing_events', key: ['program_id', 'id'] },
   { name: 'billing_payments', key: ['program_id', 'payment_intent'] },

@@ -16,6 +16,7 @@ import * as mailOutbox from './migrations/2026-11-26T0200-mail-outbox.ts';
 import * as portal from './migrations/2026-11-26T0300-portal.ts';
 import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
 import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
+import * as passwordResets from './migrations/2026-11-27T0100-password-resets.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0300-portal': portal,
   '2026-11-26T0400-portal-login': portalLogin,
   '2026-11-26T0500-billing-stripe': billingStripe,
+  '2026-11-27T0100-password-resets': passwordResets,
 };
 
 export class MigrationError extends Error {}

@@ -237,6 +237,15 @@ export interface PortalLoginTokensTable {
   created_at: Timestamp;
 }
 
+/** A one-time "forgot password" link: its hash, the user it resets, until when, and whether it was used. */
+export interface PasswordResetTokensTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: Timestamp;
+  used_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
 /** A signed-in affiliate in one program's portal (the cookie holds the id; only its hash is stored). */
 export interface PortalSessionsTable {
   id_hash: string;
@@ -510,6 +519,7 @@ export interface Database {
   mail_outbox: MailOutboxTable;
   portal_login_tokens: PortalLoginTokensTable;
   portal_sessions: PortalSessionsTable;
+  password_reset_tokens: PasswordResetTokensTable;
   billing_events: BillingEventsTable;
   billing_payments: BillingPaymentsTable;
   clicks: ClicksTable;

@@ -52,7 +52,7 @@ async function countOrRefuse(db: Db, reply: FastifyReply, key: string, limit: At
   if (wait !== null) refuse(reply, wait, message);
 }
 
-const countAddress = (db: Db, request: FastifyRequest, reply: FastifyReply, form: 'login' | 'signup' | 'password' | 'portal-login', now: Date) =>
+const countAddress = (db: Db, request: FastifyRequest, reply: FastifyReply, form: 'login' | 'signup' | 'password' | 'portal-login' | 'password-reset', now: Date) =>
   countOrRefuse(db, reply, `${form}:address:${addressKey(request.ip)}`, ADDRESS_LIMIT, now, 'Too many attempts from your network.');
 
 /**
@@ -104,6 +104,20 @@ export async function throttlePortalLogin(db: Db, clock: Clock, request: Fastify
   const now = clock();
   await countAddress(db, request, reply, 'portal-login', now);
   return (await countAttempt(db, `portal-login:email:${programId}:${accountOf(email)}`, PORTAL_LOGIN_EMAIL_LIMIT, now)) === null;
+}
+
+/** "Forgot password?" e-mails to one account: a few per window, then none (no inbox is flooded). */
+const PASSWORD_RESET_EMAIL_LIMIT: AttemptLimit = { max: 3, windowMs: 15 * 60_000 };
+
+/**
+ * Counts a "forgot password?" request for the client's address (a 429 past its limit) and for
+ * `email`; false when that address had its links for now — the caller sends nothing and answers
+ * the same, and links already sent still work (nobody locked out).
+ */
+export async function throttlePasswordReset(db: Db, clock: Clock, request: FastifyRequest, reply: FastifyReply, email: string): Promise<boolean> {
+  const now = clock();
+  await countAddress(db, request, reply, 'password-reset', now);
+  return (await countAttempt(db, `password-reset:email:${accountOf(email)}`, PASSWORD_RESET_EMAIL_LIMIT, now)) === null;
 }
 
 /** Takes back the count of an attempt that succeeded (the counter a throttle returned). */

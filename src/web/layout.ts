@@ -55,12 +55,13 @@ export interface FieldOptions {
   attrs?: SafeHtml;
 }
 
+/** A labelled input; with an error, the error is tied to it and it takes the focus (the first invalid one wins: browsers honour the first autofocus). */
 export function field(o: FieldOptions): SafeHtml {
   const id = `f-${o.name}`;
   const described = [o.help ? `${id}-help` : '', o.error ? `${id}-error` : ''].filter(Boolean).join(' ');
   return html`<div class="field${o.error ? ' has-error' : ''}">
     <label for="${id}">${o.label}${o.required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</label>
-    <input id="${id}" name="${o.name}" type="${o.type ?? 'text'}" value="${o.value ?? ''}"${o.required ? html` required` : ''}${o.autocomplete ? html` autocomplete="${o.autocomplete}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${o.error ? html` aria-invalid="true"` : ''} ${o.attrs ?? ''}>
+    <input id="${id}" name="${o.name}" type="${o.type ?? 'text'}" value="${o.value ?? ''}"${o.required ? html` required` : ''}${o.autocomplete ? html` autocomplete="${o.autocomplete}"` : ''}${described ? html` aria-describedby="${described}"` : ''}${o.error ? html` aria-invalid="true" autofocus` : ''} ${o.attrs ?? ''}>
     ${o.help ? html`<p class="help" id="${id}-help">${o.help}</p>` : ''}
     ${o.error ? html`<p class="error" id="${id}-error">${o.error}</p>` : ''}
   </div>`;

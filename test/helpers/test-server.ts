@@ -47,7 +47,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
   const database = await createTestDatabase(dialect);
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', databaseUrl: database.url, logLevel: 'silent', siteUrl: 'http://tandem.test', ...overrides },
+    { port: 0, host: '127.0.0.1', databaseUrl: database.url, logLevel: 'silent', siteUrl: 'http://tandem.test', signup: 'open', ...overrides },
   );
   let server: RunningServer;
   try {

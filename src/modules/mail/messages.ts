@@ -5,7 +5,7 @@ import { minorUnitDigits } from '../../domain/money.ts';
 // (names, program names) is escaped in the HTML; the text part is the message itself.
 
 export interface OutgoingMail {
-  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link';
+  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link' | 'password_reset';
   to: string;
   subject: string;
   text: string;
@@ -88,6 +88,21 @@ export function loginLinkMail(program: ProgramContext, affiliate: NewAffiliate, 
       `Open this link to sign in to ${program.name}'s affiliate portal. It works once, for 15 minutes:`,
       url,
       'If you did not ask for it, ignore this e-mail: nobody can sign in without the link.',
+    ]),
+  };
+}
+
+/** The one-time "forgot password" link to a Tandem account (30 minutes). */
+export function passwordResetMail(email: string, url: string): OutgoingMail {
+  return {
+    kind: 'password_reset',
+    to: email,
+    subject: 'Reset your Tandem password',
+    ...compose([
+      'Someone (we hope you) asked to reset the password of your Tandem account.',
+      'Open this link to choose a new password. It works once, for 30 minutes:',
+      url,
+      'If you did not ask for it, ignore this e-mail: your password stays as it is.',
     ]),
   };
 }

@@ -19,6 +19,7 @@ export interface PurgedCounts {
   clicks: number;
   mail: number;
   portalLogins: number;
+  passwordResets: number;
   billingEvents: number;
 }
 
@@ -48,6 +49,7 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
     mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
     portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso)),
+    passwordResets: await inBatches(db, 'password_reset_tokens', 'token_hash', 'expires_at', nowIso),
     // Billing events go with the rest of the event history (EVENT_RETENTION_DAYS).
     billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString()),
   };
@@ -55,7 +57,7 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
 
 function inBatches(
   db: Db,
-  table: 'sessions' | 'authorization_codes' | 'idempotency_keys' | 'attempt_counters' | 'portal_login_tokens' | 'portal_sessions',
+  table: 'sessions' | 'authorization_codes' | 'idempotency_keys' | 'attempt_counters' | 'portal_login_tokens' | 'portal_sessions' | 'password_reset_tokens',
   key: 'id_hash' | 'code_hash' | 'key' | 'token_hash',
   column: 'expires_at' | 'created_at' | 'window_started_at',
   before: string,

@@ -1,8 +1,10 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { systemClock, type Clock } from '../../domain/clock.ts';
+import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
-import type { Db } from '../../db/transaction.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { dialectOf } from '../../db/dialect.ts';
+import { sql } from 'kysely';
 import { ApiError, conflict, invalidField } from '../../domain/errors.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 
@@ -49,23 +51,72 @@ export function overLongAccountField(fields: { email?: string; password?: string
   return null;
 }
 
-export async function createUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User> {
+/** Checks an account's e-mail and password; the row to insert (password hashed). */
+async function newUserRow(input: { email: string; password: string }, clock: Clock) {
   const { email, key } = normaliseEmail(input.email);
   const overLong = overLongAccountField(input);
   if (overLong) throw overLong;
   if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalidField('#/email', 'must be an e-mail address');
-  if (input.password.length < MIN_PASSWORD_LENGTH) {
-    throw invalidField('#/password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  }
+  checkNewPassword(input.password);
   const now = clock().toISOString();
-  const row = { id: newId(), email, email_key: key, password_hash: await hashPassword(input.password), created_at: now, updated_at: now };
+  return { id: newId(), email, email_key: key, password_hash: await hashPassword(input.password), created_at: now, updated_at: now };
+}
+
+/** A new password's rule (its upper bound is overLongAccountField's). */
+export function checkNewPassword(password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) throw invalidField('#/password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw invalidField('#/password', `must be at most ${MAX_PASSWORD_LENGTH.toLocaleString('en-US')} characters`);
+}
+
+async function insertUser(db: Db | Tx, row: Awaited<ReturnType<typeof newUserRow>>): Promise<User> {
   try {
     await db.insertInto('users').values(row).execute();
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict('A user with this e-mail already exists.');
     throw error;
   }
-  return { id: row.id, email, createdAt: now };
+  return { id: row.id, email: row.email, createdAt: row.created_at };
+}
+
+export async function createUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User> {
+  return insertUser(db, await newUserRow(input, clock));
+}
+
+/**
+ * Sign-up on an instance that opens it only to its first person (SIGNUP unset): the account,
+ * or null when one exists already. Two first sign-ups at once make one account: the check and
+ * the insert run under one lock (SQLite's write lock; an advisory lock on PostgreSQL).
+ */
+export async function createFirstUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User | null> {
+  const row = await newUserRow(input, clock);
+  return inTransaction(db, async (tx) => {
+    if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('tandem:first-user'))`.execute(tx);
+    if (await anyUserExists(tx)) return null;
+    return insertUser(tx, row);
+  });
+}
+
+export async function anyUserExists(db: Db | Tx): Promise<boolean> {
+  return (await db.selectFrom('users').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * Whether anyone may create an account now: SIGNUP=open|closed decides; unset, sign-up is open
+ * only while the instance has no user, so whoever installs it becomes its operator.
+ */
+export async function signUpIsOpen(db: Db, signup: 'open' | 'closed' | null): Promise<boolean> {
+  return signup === null ? !(await anyUserExists(db)) : signup === 'open';
+}
+
+/** Sets a user's password (already checked by checkNewPassword). */
+export async function setPassword(db: Db | Tx, userId: string, password: string, now: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: now }).where('id', '=', userId).execute();
+}
+
+/** Every user, oldest first (the first is the operator). */
+export async function listUsers(db: Db): Promise<User[]> {
+  const rows = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('created_at').orderBy('id').execute();
+  return rows.map((r) => ({ id: r.id, email: r.email, createdAt: toIso(r.created_at) }));
 }
 
 export async function findUserByEmail(db: Db, email: string) {
