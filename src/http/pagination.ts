@@ -45,15 +45,15 @@ export function parsePageRequest(request: FastifyRequest, query: PageQuery = req
     const expected = signature(request, payload);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidCursor();
     // Signed by us for this list: the position is one we wrote.
-    const [createdAt, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string | number];
-    page.after = { createdAt, id };
+    const [createdAt, id, value] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [string, string | number, number | undefined];
+    page.after = value === undefined ? { createdAt, id } : { createdAt, id, value };
   }
   return page;
 }
 
 /** The cursor of the page that starts after `row`, for this request's list. */
-export function encodeCursor(request: FastifyRequest, row: { created_at: string | Date; id: string | number }): string {
-  const payload = Buffer.from(JSON.stringify([toIso(row.created_at), row.id])).toString('base64url');
+export function encodeCursor(request: FastifyRequest, row: { created_at: string | Date; id: string | number }, value?: number): string {
+  const payload = Buffer.from(JSON.stringify(value === undefined ? [toIso(row.created_at), row.id] : [toIso(row.created_at), row.id, value])).toString('base64url');
   return `${payload}.${signature(request, payload).toString('base64url')}`;
 }
 

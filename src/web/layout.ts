@@ -38,9 +38,13 @@ export function csrfField(binding: CsrfBinding): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrfToken(binding)}">`;
 }
 
-/** A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. */
-export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml } = {}): SafeHtml {
-  return html`<form method="post" action="${action}" class="inline">${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
+/**
+ * A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. With
+ * `confirm`, the browser asks that question first (dashboard.js); an accessible name given as
+ * `ariaLabel` must contain the visible label (WCAG 2.5.3), so it is the label plus context.
+ */
+export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml; confirm?: string } = {}): SafeHtml {
+  return html`<form method="post" action="${action}" class="inline"${options.confirm ? html` data-confirm="${options.confirm}"` : ''}>${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
 }
 
 export interface FieldOptions {

@@ -47,7 +47,7 @@ describe('dashboard query strings', () => {
     const search = await owner.page(`${program.base}/affiliates?q=${encodeURIComponent(affiliate.email.slice(0, 6))}`);
     assert.match(search, new RegExp(affiliate.email));
     // A tab is text a search may hold; an unknown e-mail is shown beside the field.
-    assert.match(await owner.page(`${program.base}/referrals?affiliate=a%09b`), /No affiliate in this program has the e-mail or id/);
-    assert.match(await owner.page(`${program.base}/sales?affiliate=${encodeURIComponent('nobody@example.com')}`), /No affiliate in this program has the e-mail or id/);
+    assert.match(await owner.page(`${program.base}/referrals?affiliate=a%09b`), /No affiliate in this program has the e-mail, id or link/);
+    assert.match(await owner.page(`${program.base}/sales?affiliate=${encodeURIComponent('nobody@example.com')}`), /No affiliate in this program has the e-mail, id or link/);
   });
 });

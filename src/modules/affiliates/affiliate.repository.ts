@@ -1,3 +1,4 @@
+import { likeContains } from '../../db/like.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -45,25 +46,20 @@ export function listAffiliates(db: Db, programId: string, page: PageRequest) {
   return pageQuery(selectAffiliates(db, programId), 'a', page).execute();
 }
 
-/** A LIKE pattern for "starts with", the typed text's wildcards escaped with a backslash. */
-function likePrefix(text: string): string {
-  return `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /**
- * A page of affiliates whose e-mail, first name, last name or full name starts with `text`
+ * A page of affiliates whose e-mail, first name, last name or full name contains `text`
  * (ignoring case). It walks the program's list index newest first and stops at a full page,
- * so common prefixes are fast; a prefix that matches nobody reads the program's affiliates once.
+ * so common words are fast; a text that matches nobody reads the program's affiliates once.
  */
 export function searchAffiliates(db: Db, programId: string, text: string, page: PageRequest) {
-  const pattern = likePrefix(text.trim().toLowerCase());
-  const startsWith = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
+  const pattern = likeContains(text);
+  const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
   const q = selectAffiliates(db, programId).where((eb) =>
     eb.or([
-      startsWith(sql`a.email_key`),
-      startsWith(sql`lower(a.first_name)`),
-      startsWith(sql`lower(a.last_name)`),
-      startsWith(sql`lower(a.first_name || ' ' || a.last_name)`),
+      contains(sql`a.email_key`),
+      contains(sql`lower(a.first_name)`),
+      contains(sql`lower(a.last_name)`),
+      contains(sql`lower(a.first_name || ' ' || a.last_name)`),
     ]),
   );
   return pageQuery(q, 'a', page).execute();

@@ -184,3 +184,25 @@ export async function purgeEventsBefore(db: Db, cutoff: string): Promise<number>
     if (old.length < PURGE_BATCH) return total;
   }
 }
+
+/** Sale events read at most, looking for one sale's: a busy program's sale page stays cheap. */
+export const SALE_EVENTS_SCANNED = 2000;
+
+/**
+ * The events about one sale (sale.created, .updated, .refunded, .deleted), oldest first: found
+ * among the program's first SALE_EVENTS_SCANNED sale events since the sale was made (over the
+ * (program_id, created_at, id) index), so the work is bounded however busy the program is.
+ */
+export async function listSaleEvents(db: Db, programId: string, saleId: number, since: string): Promise<EventRow[]> {
+  const rows = await db
+    .selectFrom('events')
+    .selectAll()
+    .where('program_id', '=', programId)
+    .where('created_at', '>=', since)
+    .where('type', 'in', ['sale.created', 'sale.updated', 'sale.refunded', 'sale.deleted'])
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(SALE_EVENTS_SCANNED)
+    .execute();
+  return rows.filter((row) => (JSON.parse(row.data) as { id?: unknown }).id === saleId);
+}

@@ -1,3 +1,4 @@
+import { csvLine } from '../../domain/csv.ts';
 import { minorUnitDigits } from '../../domain/money.ts';
 import type { PayoutRow } from './payout.repository.ts';
 import { serializePayout } from './payout.service.ts';
@@ -14,20 +15,7 @@ import { serializePayout } from './payout.service.ts';
 export const EXPORT_ROW_LIMITS = { csv: 5000, paypal: 5000, wise: 1000 } as const;
 export type ExportFormat = keyof typeof EXPORT_ROW_LIMITS;
 
-function formulaSafe(text: string): string {
-  return /^[=+\-@\t\r]/.test(text) ? `'${text}` : text;
-}
-
-/** One CSV cell (RFC 4180): text made formula-safe, quoted when it holds a comma, quote or line break. */
-function cell(value: string | number | null): string {
-  if (value === null) return '';
-  const text = typeof value === 'number' ? String(value) : formulaSafe(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
-function line(values: (string | number | null)[]): string {
-  return `${values.map(cell).join(',')}\r\n`;
-}
+const line = csvLine;
 
 /** Minor units as a decimal string with the currency's digits: 123456 USD → 1234.56, 500 JPY → 500. */
 function amountText(row: PayoutRow): string {

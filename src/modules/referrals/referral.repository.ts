@@ -1,4 +1,5 @@
-import type { Selectable, Updateable } from 'kysely';
+import { sql, type Selectable, type Updateable } from 'kysely';
+import { likeContains } from '../../db/like.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -13,6 +14,11 @@ export interface ReferralFilter {
   emailKey?: string;
   affiliateId?: string;
   externalId?: string;
+  /** The dashboard's filters: name or e-mail contains (ignoring case), status, created in [from, before). */
+  search?: string;
+  status?: 'active' | 'inactive';
+  createdFrom?: string;
+  createdBefore?: string;
 }
 
 function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter) {
@@ -21,7 +27,20 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter)
   if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
   if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);
   if (filter.externalId !== undefined) q = q.where('r.referred_user_external_id', '=', filter.externalId);
+  if (filter.search !== undefined && filter.search.trim() !== '') {
+    const pattern = likeContains(filter.search);
+    q = q.where(sql<boolean>`(lower(r.name) like ${pattern} escape '\\' or r.email_key like ${pattern} escape '\\')`);
+  }
+  if (filter.status !== undefined) q = q.where('r.status', '=', filter.status);
+  if (filter.createdFrom !== undefined) q = q.where('r.created_at', '>=', filter.createdFrom);
+  if (filter.createdBefore !== undefined) q = q.where('r.created_at', '<', filter.createdBefore);
   return q;
+}
+
+/** How many referrals a filter matches (every page). */
+export async function countFilteredReferrals(db: Db, programId: string, filter: ReferralFilter): Promise<number> {
+  const row = await selectReferrals(db, programId, filter).clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export function findReferral(db: Db | Tx, programId: string, filter: ReferralFilter) {

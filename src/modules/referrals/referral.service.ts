@@ -25,6 +25,7 @@ import {
   updateReferralRow,
   type ReferralFilter,
   type ReferralRow,
+  countFilteredReferrals,
 } from './referral.repository.ts';
 import type { CreateReferralBody, Referral, UpdateReferralBody } from './referral.schema.ts';
 
@@ -170,6 +171,11 @@ export async function getReferral(db: Db, program: ProgramContext, query: Referr
 export async function getReferralPage(db: Db, program: ProgramContext, query: ReferralQuery, page: PageRequest): Promise<ReferralRow[]> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
   return filter ? listReferrals(db, program.id, filter, page) : [];
+}
+
+/** How many referrals the dashboard's filter matches. */
+export function countReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
+  return countFilteredReferrals(db, program.id, filter);
 }
 
 /**

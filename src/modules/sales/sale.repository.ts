@@ -3,6 +3,7 @@ import { dialectOf } from '../../db/dialect.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { likeContains } from '../../db/like.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -15,6 +16,10 @@ export interface SaleFilter {
   createdFrom?: string;
   /** Sales created before this instant (ISO 8601). */
   createdBefore?: string;
+  /** The customer's name or e-mail contains this text (ignoring case): the dashboard's search. */
+  search?: string;
+  /** none: nothing refunded; partial: some; full: all. */
+  refunded?: 'none' | 'partial' | 'full';
 }
 
 function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
@@ -25,6 +30,13 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
   if (filter.externalId !== undefined) q = q.where('s.external_id', '=', filter.externalId);
   if (filter.createdFrom !== undefined) q = q.where('s.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('s.created_at', '<', filter.createdBefore);
+  if (filter.search !== undefined && filter.search.trim() !== '') {
+    const pattern = likeContains(filter.search);
+    q = q.where(sql<boolean>`(lower(s.name) like ${pattern} escape '\\' or lower(s.email) like ${pattern} escape '\\')`);
+  }
+  if (filter.refunded === 'none') q = q.where('s.refunded_amount', '=', 0);
+  if (filter.refunded === 'partial') q = q.where('s.refunded_amount', '>', 0).where(sql<boolean>`s.refunded_amount < s.total_earned`);
+  if (filter.refunded === 'full') q = q.where(sql<boolean>`s.refunded_amount = s.total_earned`);
   return q;
 }
 
@@ -34,6 +46,34 @@ export function findSale(db: Db | Tx, programId: string, filter: SaleFilter) {
 
 export function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest) {
   return pageQuery(selectSales(db, programId, filter), 's', page).execute();
+}
+
+export interface FilteredSaleTotals {
+  count: number;
+  /** Minor units. */
+  amount: number;
+  refunded: number;
+  /** Net of refunds. */
+  commission: number;
+}
+
+/** What a filtered list adds up to (every page, not only the one shown). */
+export async function sumFilteredSales(db: Db, programId: string, filter: SaleFilter): Promise<FilteredSaleTotals> {
+  const row = await selectSales(db, programId, filter)
+    .clearSelect()
+    .select((eb) => [
+      eb.fn.countAll().as('count'),
+      sql<number | string>`coalesce(sum(s.total_earned), 0)`.as('amount'),
+      sql<number | string>`coalesce(sum(s.refunded_amount), 0)`.as('refunded'),
+      sql<number | string>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('commission'),
+    ])
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
+}
+
+/** A sale's refunds, oldest first. */
+export function listSaleRefunds(db: Db, programId: string, saleId: number) {
+  return db.selectFrom('sale_refunds').selectAll().where('program_id', '=', programId).where('sale_id', '=', saleId).orderBy('created_at').orderBy('id').execute();
 }
 
 export async function insertSale(tx: Tx, row: Insertable<SalesTable>): Promise<number> {

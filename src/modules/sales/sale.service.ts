@@ -5,7 +5,7 @@ import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { listSaleEvents, recordEvent, type EventRow } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { effectiveRate } from '../affiliates/affiliate.service.ts';
@@ -22,9 +22,12 @@ import {
   findSaleIdByInvoice,
   insertRefund,
   insertSale,
+  listSaleRefunds,
   listSales,
   lockSale,
+  sumFilteredSales,
   updateSaleRow,
+  type FilteredSaleTotals,
   type SaleFilter,
   type SaleRow,
 } from './sale.repository.ts';
@@ -234,6 +237,26 @@ export async function getSale(db: Db, program: ProgramContext, query: SaleQuery)
 export async function getSalePage(db: Db, program: ProgramContext, query: SaleQuery, page: PageRequest): Promise<SaleRow[]> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
   return filter ? listSales(db, program.id, filter, page) : [];
+}
+
+/** What the sales a filter matches add up to (the dashboard's totals line), in minor units. */
+export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals> {
+  return sumFilteredSales(db, program.id, filter);
+}
+
+export interface SaleHistory {
+  row: SaleRow;
+  refunds: Awaited<ReturnType<typeof listSaleRefunds>>;
+  /** The events reported about it (see listSaleEvents for the bound). */
+  events: EventRow[];
+}
+
+/** One sale for its dashboard page: the row, its refunds and its events; 404 when it is not the program's. */
+export async function getSaleHistory(db: Db, program: ProgramContext, id: number): Promise<SaleHistory> {
+  const row = await findSale(db, program.id, { id });
+  if (!row) throw notFound('Sale');
+  const [refunds, events] = await Promise.all([listSaleRefunds(db, program.id, id), listSaleEvents(db, program.id, id, toIso(row.created_at))]);
+  return { row, refunds, events };
 }
 
 async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number } | { invoiceKey: string }): Promise<SaleRow> {

@@ -28,3 +28,10 @@ for (const button of document.querySelectorAll('button[data-copy]')) {
   });
 }
 
+
+// Destructive actions ask first: <form data-confirm="Question?"> submits only when confirmed.
+for (const form of document.querySelectorAll('form[data-confirm]')) {
+  form.addEventListener('submit', (event) => {
+    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+}

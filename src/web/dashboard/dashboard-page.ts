@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/transaction.ts';
 import { parsePageRequest, encodeCursor } from '../../http/pagination.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import type { PageOrder, PageRequest } from '../../db/keyset.ts';
 import { listUserPrograms, type Program } from '../../modules/programs/program.service.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -91,10 +91,18 @@ export interface ListPageRequest extends PageRequest {
   cursorAfter(row: { created_at: string | Date; id: string | number }): string;
 }
 
-/** The page a list URL asks for: 50 rows after its `cursor` (keyset and signed, as the API pages). */
-export function requestedPage(request: FastifyRequest): ListPageRequest {
+/**
+ * The page a list URL asks for: 50 rows after its `cursor` (keyset and signed, as the API
+ * pages), in `order` when the list is sorted by another column (the cursor then carries it).
+ */
+export function requestedPage(request: FastifyRequest, order?: PageOrder): ListPageRequest {
   const { cursor } = readQuery(request);
-  return { ...parsePageRequest(request, { limit: PAGE_SIZE, cursor }), cursorAfter: (row) => encodeCursor(request, row) };
+  const byValue = order !== undefined && order.column !== 'created_at' ? order.column : undefined;
+  return {
+    ...parsePageRequest(request, { limit: PAGE_SIZE, cursor }),
+    ...(order ? { order } : {}),
+    cursorAfter: (row) => encodeCursor(request, row, byValue === undefined ? undefined : Number((row as unknown as Record<string, unknown>)[byValue])),
+  };
 }
 
 export interface ListPage<R> {

@@ -144,7 +144,7 @@ export function textareaField(o: ControlOptions & { value?: string; rows?: numbe
   const error = errors.fields[o.name];
   return html`<div class="field${error ? ' has-error' : ''}">
     ${labelFor(id, o)}
-    <textarea id="${id}" name="${o.name}" rows="${o.rows ?? 3}"${o.required ? html` required` : ''}${describedBy(id, o.help, error)}${error ? html` aria-invalid="true"` : ''}>${o.value ?? ''}</textarea>
+    <textarea id="${id}" name="${o.name}" rows="${o.rows ?? 3}"${o.required ? html` required` : ''}${describedBy(id, o.help, error)}${error ? html` aria-invalid="true" autofocus` : ''}>${o.value ?? ''}</textarea>
     ${notes(id, o.help, error)}
   </div>`;
 }
@@ -154,7 +154,7 @@ export function selectField(o: ControlOptions & { value?: string; options: [valu
   const error = errors.fields[o.name];
   return html`<div class="field${error ? ' has-error' : ''}">
     ${labelFor(id, o)}
-    <select id="${id}" name="${o.name}"${o.required ? html` required` : ''}${describedBy(id, o.help, error)}${error ? html` aria-invalid="true"` : ''}>
+    <select id="${id}" name="${o.name}"${o.required ? html` required` : ''}${describedBy(id, o.help, error)}${error ? html` aria-invalid="true" autofocus` : ''}>
       ${o.options.map(([value, label]) => html`<option value="${value}"${value === o.value ? html` selected` : ''}>${label}</option>`)}
     </select>
     ${notes(id, o.help, error)}

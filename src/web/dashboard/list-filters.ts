@@ -2,6 +2,7 @@ import { isUuid } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { resolveAffiliate } from '../../modules/affiliates/affiliate-lookup.ts';
+import { getLink } from '../../modules/affiliates/link.service.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 
 // Filters of the referral and sale lists, read from the query string. A filter that names
@@ -14,15 +15,16 @@ export interface AffiliateFilter {
   error?: string;
 }
 
-/** `affiliate` is an affiliate id (links from the affiliate page) or an e-mail (typed). */
+/** `affiliate` is an affiliate id (links from the affiliate page), an e-mail or one of its link strings (typed). */
 export async function readAffiliateFilter(db: Db, program: ProgramContext, value: string | undefined): Promise<AffiliateFilter> {
   const text = value?.trim() ?? '';
   if (text === '') return {};
   try {
-    const row = await resolveAffiliate(db, program, isUuid(text) ? { id: text.toLowerCase() } : { email: text });
+    const by = isUuid(text) ? { id: text.toLowerCase() } : text.includes('@') ? { email: text } : { id: (await getLink(db, program, { link: text })).affiliate.id };
+    const row = await resolveAffiliate(db, program, by);
     return { affiliateId: row.id, label: `${row.first_name} ${row.last_name} <${row.email}>` };
   } catch (error) {
-    if (error instanceof ApiError && error.status < 500) return { error: `No affiliate in this program has the e-mail or id “${text}”.` };
+    if (error instanceof ApiError && error.status < 500) return { error: `No affiliate in this program has the e-mail, id or link “${text}”.` };
     throw error;
   }
 }
