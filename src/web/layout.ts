@@ -57,11 +57,13 @@ export interface FieldOptions {
   help?: string;
   autocomplete?: string;
   attrs?: SafeHtml;
+  /** The input's id when two fields of one page share a name (ids are unique per page); f-{name} otherwise. */
+  id?: string;
 }
 
 /** A labelled input; with an error, the error is tied to it and it takes the focus (the first invalid one wins: browsers honour the first autofocus). */
 export function field(o: FieldOptions): SafeHtml {
-  const id = `f-${o.name}`;
+  const id = o.id ?? `f-${o.name}`;
   const described = [o.help ? `${id}-help` : '', o.error ? `${id}-error` : ''].filter(Boolean).join(' ');
   return html`<div class="field${o.error ? ' has-error' : ''}">
     <label for="${id}">${o.label}${o.required ? html` <span class="req" aria-hidden="true">*</span>` : ''}</label>

@@ -1,8 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { axeProblems } from '../helpers/axe.ts';
 import { startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { launchChromium, newContext } from '../helpers/browser.ts';
 import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
@@ -16,8 +15,6 @@ import { uniqueEmail } from '../helpers/fixtures.ts';
 // scroll. axe is injected through the DevTools protocol (bypassCSP), as the pages allow no
 // inline script.
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
 let test: TestServer;
 let browser: Browser;
 
@@ -30,19 +27,6 @@ after(async () => {
   await browser?.close();
   await test?.close();
 });
-
-async function axeProblems(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const results = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(options: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
-    return axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-  });
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-  return [
-    ...results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
-    ...(overflow > 0 ? [`scrolls sideways by ${overflow} px`] : []),
-  ];
-}
 
 describe('the portal with axe-core', () => {
   it('join, sign-in, link and figures pages at 390 and 1280 px have no serious or critical violation', async () => {

@@ -64,7 +64,7 @@ describe('webhooks page in Chromium', () => {
       assert.deepEqual(JSON.parse(row.events), ['affiliate.created', 'sale.created'], 'the checked boxes, and only they');
       assert.equal(row.secret, secret);
 
-      await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
+      await page.getByRole('button', { name: `Send test to ${url}` }).click();
       await page.waitForURL(`**/webhooks/${row.id}?done=test-sent`);
       await receiver.waitFor((r) => r.some((d) => d.json?.type === 'webhook.test'), 5000, 'the test event');
       // The attempt is stored right after the answer: reload until the page lists it.

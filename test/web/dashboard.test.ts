@@ -625,7 +625,7 @@ describe('dashboard: integrations', () => {
     const settings = `${program.base}/settings`;
     const invalid = await owner.submit(settings, `${settings}/integrations`, { name: 'Bad Name', redirectUris: 'not a url' });
     assert.equal(invalid.status, 422);
-    assert.match(invalid.text, /id="f-name-error">Must be 1 to 50 lowercase letters/);
+    assert.match(invalid.text, /id="f-integration-name-error">Must be 1 to 50 lowercase letters/);
     const added = await owner.submit(settings, `${settings}/integrations`, { name: 'n8n', displayName: 'n8n', redirectUris: 'https://n8n.example/rest/oauth2-credential/callback', clientId: '', clientSecret: '' });
     assert.equal(added.status, 303, added.text.slice(0, 800));
     assert.equal(added.location, `${settings}?done=integration-added#integrations`);

@@ -35,3 +35,11 @@ for (const form of document.querySelectorAll('form[data-confirm]')) {
     if (!window.confirm(form.dataset.confirm)) event.preventDefault();
   });
 }
+
+// On a narrow screen the tabs and the chart scroll sideways: show the current tab, and today.
+const currentTab = document.querySelector('nav.tabs a[aria-current="page"]');
+if (currentTab) {
+  const tabs = currentTab.parentElement;
+  tabs.scrollLeft = currentTab.offsetLeft - (tabs.clientWidth - currentTab.offsetWidth) / 2;
+}
+for (const scroller of document.querySelectorAll('.chart-scroll')) scroller.scrollLeft = scroller.scrollWidth;

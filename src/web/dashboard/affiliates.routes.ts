@@ -211,7 +211,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
         <h1>${name}</h1>
         <div class="actions">
           <a class="button secondary" href="${base}/affiliates/${affiliate.id}/edit">Edit</a>
-          <form method="post" action="${base}/affiliates/${affiliate.id}/status" class="inline">
+          <form method="post" action="${base}/affiliates/${affiliate.id}/status" class="inline"${active ? html` data-confirm="Deactivate ${affiliate.firstName} ${affiliate.lastName}? Their links and codes stop crediting them."` : ''}>
             ${csrfField(request.session!)}<input type="hidden" name="status" value="${active ? 'inactive' : 'active'}">
             <button type="submit" class="${active ? 'danger' : 'secondary'}">${active ? 'Deactivate' : 'Reactivate'}</button>
           </form>

@@ -40,7 +40,7 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
                 <td>${c.revokedAt ? html`<span class="badge bad">Revoked</span>` : html`<span class="badge ok">Active</span>`}</td>
                 <td>${c.revokedAt
                   ? ''
-                  : postButton(request.session!, `${base}/apps/${c.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${appName} connected ${c.createdAt.slice(0, 10)}` })}</td>
+                  : postButton(request.session!, `${base}/apps/${c.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${appName} connected ${c.createdAt.slice(0, 10)}`, confirm: `Revoke ${appName}'s access? Its workflows stop working until it is connected again.` })}</td>
               </tr>`;
             })}</tbody>
           </table></div>`}

@@ -150,7 +150,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
                 <td><div class="actions">
                   <a href="${base}/coupons/codes/${code.id}" aria-label="Edit ${code.code}">Edit</a>
                   ${code.active
-                    ? postButton(request.session!, `${base}/coupons/codes/${code.id}/deactivate`, 'Deactivate', { className: 'link', ariaLabel: `Deactivate ${code.code}` })
+                    ? postButton(request.session!, `${base}/coupons/codes/${code.id}/deactivate`, 'Deactivate', { className: 'link', ariaLabel: `Deactivate ${code.code}`, confirm: `Deactivate ${code.code}? It can no longer be redeemed.` })
                     : ''}
                 </div></td>
               </tr>`,

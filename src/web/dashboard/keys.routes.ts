@@ -65,7 +65,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
                 <td>${key.revokedAt ? html`<span class="badge bad">Revoked</span>` : html`<span class="badge ok">Active</span>`}</td>
                 <td>${key.revokedAt
                   ? ''
-                  : postButton(request.session!, `${base}/keys/${key.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${key.name} (${key.prefix}…)` })}</td>
+                  : postButton(request.session!, `${base}/keys/${key.id}/revoke`, 'Revoke', { className: 'danger small', ariaLabel: `Revoke ${key.name} (${key.prefix}…)`, confirm: `Revoke the key ${key.name} (${key.prefix}…)? Anything using it stops working at once.` })}</td>
               </tr>`,
             )}</tbody>
           </table></div>`}

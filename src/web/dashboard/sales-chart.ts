@@ -88,7 +88,7 @@ export function renderSalesChart(days: DailyActivity[], currency: string): SafeH
 
   return html`<figure class="chart">
     <div class="legend" aria-hidden="true"><span class="revenue">Revenue</span><span class="commission">Commission</span><span class="clicks">Clicks (right axis)</span></div>
-    <div class="chart-scroll"><svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-title chart-desc" focusable="false">
+    <div class="chart-scroll" tabindex="0" role="region" aria-label="Chart, scrolls sideways"><svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="chart-title chart-desc" focusable="false">
       <title id="chart-title">Daily revenue, commission and clicks</title>
       <desc id="chart-desc">${summary} ${clicksSummary}</desc>
       ${grid}

@@ -200,7 +200,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
                   <td>${i.redirectUris.map((uri) => html`<code>${uri}</code><br>`)}</td>
                   <td>${i.clientId ?? '—'}${i.hasClientSecret ? html` <span class="badge">secret set</span>` : ''}</td>
                   ${operator
-                    ? html`<td>${postButton(request.session!, `${base}/settings/integrations/${i.name}/remove`, 'Remove', { className: 'danger small', ariaLabel: `Remove ${i.displayName}` })}</td>`
+                    ? html`<td>${postButton(request.session!, `${base}/settings/integrations/${i.name}/remove`, 'Remove', { className: 'danger small', ariaLabel: `Remove ${i.displayName}`, confirm: `Remove the integration ${i.displayName}? Nobody can connect it any more (tokens it issued keep working until revoked).` })}</td>`
                     : ''}
                 </tr>`,
               )}</tbody>
@@ -211,7 +211,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
               <form method="post" action="${base}/settings/integrations" novalidate>
                 ${csrfField(request.session!)}
                 <div class="form-grid">
-                  ${textField({ label: 'Name', name: 'name', value: integrationValues.name, required: true, autocomplete: 'off', help: 'Lowercase letters, digits and hyphens, used in the URLs: zapier, n8n, make.' }, integrationErrors)}
+                  ${textField({ label: 'Name', name: 'name', id: 'f-integration-name', value: integrationValues.name, required: true, autocomplete: 'off', help: 'Lowercase letters, digits and hyphens, used in the URLs: zapier, n8n, make.' }, integrationErrors)}
                   ${textField({ label: 'Display name', name: 'displayName', value: integrationValues.displayName, autocomplete: 'off', help: 'Shown to users when they connect, such as Zapier.' }, integrationErrors)}
                   <div class="wide">${textareaField({ label: 'Redirect URIs', name: 'redirectUris', value: integrationValues.redirectUris, required: true, help: 'One per line, exactly as the tool sends them.' }, integrationErrors)}</div>
                   ${textField({ label: 'Client id', name: 'clientId', value: integrationValues.clientId, autocomplete: 'off', help: 'Optional.' }, integrationErrors)}

@@ -190,9 +190,9 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
                 <td class="num" data-count="failed">${formatCount(w.failed)}</td>
                 <td><div class="row-actions">
                   ${w.disabled_at === null
-                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send a test event to ${w.url}` })
+                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send test to ${w.url}` })
                     : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
-                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}` })}
+                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}`, confirm: `Delete the endpoint ${w.url}? It receives no more events.` })}
                 </div></td>
               </tr>`,
             )}</tbody>
