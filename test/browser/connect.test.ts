@@ -122,8 +122,15 @@ describe('connect flow in Chromium', () => {
       await page.waitForURL(`**/dashboard/programs/${beta.id}/apps`);
       const row = page.getByRole('row', { name: /Zapier/ });
       await row.waitFor();
+      // Revoking asks first; the user confirms.
+      let asked = '';
+      page.once('dialog', (dialog) => {
+        asked = dialog.message();
+        void dialog.accept();
+      });
       await row.getByRole('button', { name: /Revoke/ }).click();
       await page.getByText(/Connection revoked/).waitFor();
+      assert.match(asked, /^Revoke Zapier's access\?/);
     } finally {
       await context.close();
     }
