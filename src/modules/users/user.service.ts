@@ -1,5 +1,5 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { systemClock, type Clock } from '../../domain/clock.ts';
+import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -66,6 +66,17 @@ export async function createUser(db: Db, input: { email: string; password: strin
     throw error;
   }
   return { id: row.id, email, createdAt: now };
+}
+
+/** A user as the operator's list shows it: the operator is the first account created (isOperator). */
+export interface UserListing extends User {
+  operator: boolean;
+}
+
+/** Every user of the instance, oldest first (the operator first); never a password or its hash. */
+export async function listUsers(db: Db): Promise<UserListing[]> {
+  const rows = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('created_at').orderBy('id').execute();
+  return rows.map((row, i) => ({ id: row.id, email: row.email, createdAt: toIso(row.created_at), operator: i === 0 }));
 }
 
 export async function findUserByEmail(db: Db, email: string) {
