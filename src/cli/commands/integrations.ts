@@ -20,22 +20,23 @@ export const integrationCommands = {
       'client-secret': { value: 'S', description: 'the client secret the tool sends (stored hashed); needs --client-id', default: 'none' },
     },
     example: 'tandem integration add --name zapier --display-name Zapier --redirect-uri https://zapier.com/dashboard/auth/oauth/return/App123CLIAPI/',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const redirectUris = (options['redirect-uri'] as string[] | undefined) ?? [];
-        if (options['client-secret'] !== undefined && options['client-id'] === undefined) throw new UsageError('--client-secret needs --client-id');
-        const integration = await addIntegration(db, {
-          name: text(options, 'name'),
-          displayName: optionalText(options, 'display-name'),
-          redirectUris,
-          clientId: optionalText(options, 'client-id'),
-          clientSecret: optionalText(options, 'client-secret'),
-        });
+    run(config, options) {
+      if (options['client-secret'] !== undefined && options['client-id'] === undefined) throw new UsageError('--client-secret needs --client-id');
+      const input = {
+        name: text(options, 'name'),
+        displayName: optionalText(options, 'display-name'),
+        redirectUris: (options['redirect-uri'] as string[] | undefined) ?? [],
+        clientId: optionalText(options, 'client-id'),
+        clientSecret: optionalText(options, 'client-secret'),
+      };
+      return withMigratedDatabase(config, async ({ db }) => {
+        const integration = await addIntegration(db, input);
         return {
           text: `added integration ${describeIntegration(integration)}\nconnect URL: ${config.siteUrl}/connect/${integration.name}/choose-affiliate-program\ntoken URL:   ${config.siteUrl}/api/${integration.name}/token`,
           json: integration,
         };
-      }),
+      });
+    },
   },
   'integration list': {
     summary: 'list the automation tools allowed to connect',
@@ -56,11 +57,12 @@ export const integrationCommands = {
       name: { value: 'N', description: 'the integration\'s name (tandem integration list)', required: true },
     },
     example: 'tandem integration remove --name zapier',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const name = text(options, 'name');
+    run(config, options) {
+      const name = text(options, 'name');
+      return withMigratedDatabase(config, async ({ db }) => {
         await removeIntegration(db, name);
         return { text: `removed integration ${name}; tokens it issued keep working until revoked`, json: { name, removed: true } };
-      }),
+      });
+    },
   },
 } satisfies Record<string, Command>;

@@ -11,13 +11,15 @@ export const payoutCommands = {
       program: { value: 'ID', description: "the program's id (tandem program list)", required: true },
     },
     example: 'tandem payout run --program 7f0c2a4e-1b3d-4c5e-8f90-a1b2c3d4e5f6',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const program = toProgramContext(await getProgram(db, uuid(options, 'program', 'a program')), systemClock);
+    run(config, options) {
+      const programId = uuid(options, 'program', 'a program');
+      return withMigratedDatabase(config, async ({ db }) => {
+        const program = toProgramContext(await getProgram(db, programId), systemClock);
         const payouts = await runPayouts(db, program, {});
         const lines = payouts.map((p) => `  ${p.affiliate.firstName} ${p.affiliate.lastName} <${p.affiliate.payoutEmail}>: ${p.amount} ${p.currency} (${p.entryCount} entries, payout ${p.id})`);
         const text = payouts.length ? [`made ${payouts.length} payout${payouts.length === 1 ? '' : 's'}:`, ...lines].join('\n') : 'nothing to pay: no affiliate has a due balance at or above the minimum';
         return { text, json: { payouts } };
-      }),
+      });
+    },
   },
 } satisfies Record<string, Command>;

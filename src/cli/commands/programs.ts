@@ -30,20 +30,21 @@ export const programCommands = {
       'logo-url': { value: 'U', description: 'http(s) URL of its logo, shown in the portal', default: 'none' },
     },
     example: 'tandem program create --owner you@example.com --name Acme --domain acme.com --currency USD --commission-rate 20',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const owner = text(options, 'owner');
+    run(config, options) {
+      const owner = text(options, 'owner');
+      const input = {
+        name: text(options, 'name'),
+        domain: text(options, 'domain'),
+        currency: optionalText(options, 'currency'),
+        commissionRate: optionalNumber(options, 'commission-rate'),
+        logoUrl: optionalText(options, 'logo-url'),
+      };
+      return withMigratedDatabase(config, async ({ db }) => {
         const user = requireUser(await findUserByEmail(db, owner), owner);
-        const program = await createProgram(db, {
-          ownerUserId: user.id,
-          name: text(options, 'name'),
-          domain: text(options, 'domain'),
-          currency: optionalText(options, 'currency'),
-          commissionRate: optionalNumber(options, 'commission-rate'),
-          logoUrl: optionalText(options, 'logo-url'),
-        });
+        const program = await createProgram(db, { ownerUserId: user.id, ...input });
         return { text: `created program "${program.name}" with id ${program.id}`, json: program };
-      }),
+      });
+    },
   },
   'program update': {
     summary: 'change a program\'s settings, commission plan, portal or Stripe secret',
@@ -66,26 +67,26 @@ export const programCommands = {
       'stripe-webhook-secret': { value: 'whsec_…', description: 'the signing secret of the program\'s Stripe webhook endpoint (stored sealed, never shown again)', default: unchanged },
     },
     example: 'tandem program update --program 7f0c2a4e-1b3d-4c5e-8f90-a1b2c3d4e5f6 --commission-type flat --commission-amount 10 --hold-days 14',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const id = uuid(options, 'program', 'a program');
-        const changes = {
-          name: optionalText(options, 'name'),
-          domain: optionalText(options, 'domain'),
-          currency: optionalText(options, 'currency'),
-          logoUrl: optionalText(options, 'logo-url'),
-          commissionType: optionalText(options, 'commission-type'),
-          commissionRate: optionalNumber(options, 'commission-rate'),
-          commissionAmount: optionalNumber(options, 'commission-amount'),
-          durationMonths: optionalCount(options, 'duration-months'),
-          maxSalesPerCustomer: optionalCount(options, 'max-sales-per-customer'),
-          holdDays: optionalNumber(options, 'hold-days'),
-          minimumPayout: optionalNumber(options, 'minimum-payout'),
-          portalSlug: optionalText(options, 'portal-slug'),
-          portalSignup: optionalText(options, 'portal-signup'),
-        };
-        const stripeSecret = optionalText(options, 'stripe-webhook-secret');
-        if (Object.values(changes).every((value) => value === undefined) && stripeSecret === undefined) throw new UsageError('name at least one setting to change; run tandem help program update');
+    run(config, options) {
+      const id = uuid(options, 'program', 'a program');
+      const changes = {
+        name: optionalText(options, 'name'),
+        domain: optionalText(options, 'domain'),
+        currency: optionalText(options, 'currency'),
+        logoUrl: optionalText(options, 'logo-url'),
+        commissionType: optionalText(options, 'commission-type'),
+        commissionRate: optionalNumber(options, 'commission-rate'),
+        commissionAmount: optionalNumber(options, 'commission-amount'),
+        durationMonths: optionalCount(options, 'duration-months'),
+        maxSalesPerCustomer: optionalCount(options, 'max-sales-per-customer'),
+        holdDays: optionalNumber(options, 'hold-days'),
+        minimumPayout: optionalNumber(options, 'minimum-payout'),
+        portalSlug: optionalText(options, 'portal-slug'),
+        portalSignup: optionalText(options, 'portal-signup'),
+      };
+      const stripeSecret = optionalText(options, 'stripe-webhook-secret');
+      if (Object.values(changes).every((value) => value === undefined) && stripeSecret === undefined) throw new UsageError('name at least one setting to change; run tandem help program update');
+      return withMigratedDatabase(config, async ({ db }) => {
         if (stripeSecret !== undefined) {
           await getProgram(db, id);
           await connectStripe(db, id, stripeSecret, systemClock().toISOString());
@@ -98,7 +99,8 @@ export const programCommands = {
           text: `updated program "${program.name}" (${program.id}): pays ${pays} ${limits}; hold ${plan.holdDays} days; minimum payout ${plan.minimumPayout} ${program.currency}; portal ${config.siteUrl}/portal/${program.portal.slug} (sign-up: ${program.portal.signup})`,
           json: program,
         };
-      }),
+      });
+    },
   },
   'program list': {
     summary: 'list every program, or one owner\'s, oldest first',
@@ -107,14 +109,15 @@ export const programCommands = {
       owner: { value: 'E', description: 'only the programs of the user with this e-mail', default: 'every owner' },
     },
     example: 'tandem program list --owner you@example.com',
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const owner = optionalText(options, 'owner');
+    run(config, options) {
+      const owner = optionalText(options, 'owner');
+      return withMigratedDatabase(config, async ({ db }) => {
         const ownerUserId = owner === undefined ? undefined : requireUser(await findUserByEmail(db, owner), owner).id;
         const programs = await listPrograms(db, { ownerUserId });
         const rows = programs.map((p) => [p.id, p.name, p.domain, p.currency, p.ownerEmail, minute(p.createdAt)]);
         const none = owner === undefined ? 'no programs; create one with tandem program create' : `${owner} owns no program`;
         return { text: programs.length ? table(['ID', 'NAME', 'DOMAIN', 'CURRENCY', 'OWNER', 'CREATED (UTC)'], rows) : none, json: { programs } };
-      }),
+      });
+    },
   },
 } satisfies Record<string, Command>;

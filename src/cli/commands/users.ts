@@ -12,11 +12,13 @@ export const userCommands = {
       password: { value: 'P', description: `the password, at least ${MIN_PASSWORD_LENGTH} characters`, required: true },
     },
     example: "tandem user create --email you@example.com --password 'a long passphrase'",
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const user = await createUser(db, { email: text(options, 'email'), password: text(options, 'password') });
+    run(config, options) {
+      const input = { email: text(options, 'email'), password: text(options, 'password') };
+      return withMigratedDatabase(config, async ({ db }) => {
+        const user = await createUser(db, input);
         return { text: `created user ${user.email} (${user.id})`, json: user };
-      }),
+      });
+    },
   },
   'user list': {
     summary: 'list every user, oldest first (the first is the operator)',
