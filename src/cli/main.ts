@@ -1,364 +1,151 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { openDatabase, type DatabaseHandle } from '../db/database.ts';
-import { migrateToLatest, MigrationError } from '../db/migrate.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { MigrationError } from '../db/migrate.ts';
+import { CopyError } from '../db/copy-data.ts';
 import { ApiError } from '../domain/errors.ts';
-import { closeOnSignals, startServer } from '../server.ts';
-import { pino } from 'pino';
-import { systemClock } from '../domain/clock.ts';
-import { createDeliveryWorker } from '../modules/webhooks/delivery-worker.ts';
-import { createMailWorker } from '../modules/mail/mail-worker.ts';
-import { createMailTransport } from '../modules/mail/mail-transport.ts';
-import { createUser, findUserByEmail, requireUser } from '../modules/users/user.service.ts';
-import { createProgram, getProgram, toProgramContext, updateProgramSettings } from '../modules/programs/program.service.ts';
-import { runPayouts } from '../modules/payouts/payout.service.ts';
-import { connectStripe } from '../modules/billing/stripe.service.ts';
-import { issueToken, revokeToken } from '../modules/tokens/token.service.ts';
-import { copyData, CopyError } from '../db/copy-data.ts';
-import { addIntegration, listIntegrations, removeIntegration, type Integration } from '../modules/integrations/integration.service.ts';
+import { UsageError, type Command, type Options } from './command.ts';
+import { commands } from './command-table.ts';
+import { commandHelp, globalHelp, groupHelp, nearest, version } from './help.ts';
 
-// The operator command line. Every command accepts --json and then prints one JSON object
-// on its last line of stdout; bad arguments print a one-line reason and exit non-zero.
+// The operator command line: `tandem <command> [flags]`. Every command accepts --json and then
+// prints one JSON object on the last line of stdout; help goes to stdout. A failure prints one
+// line on stderr (and {"error": …} with --json) and exits 1; a usage error (unknown command or
+// flag, missing or malformed flag, no arguments) exits 2.
 
-class UsageError extends Error {}
+export { commands };
 
-type Options = Record<string, string | string[] | boolean | undefined>;
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
 
-interface Command {
-  usage: string;
-  options: NonNullable<ParseArgsConfig['options']>;
-  run(config: Config, options: Options): Promise<{ text: string; json: unknown } | void>;
-}
+/** Switches understood wherever they stand: they take no value and belong to no one command. */
+const SWITCHES = new Set(['--json', '--help', '-h', '--version']);
 
-function required(options: Options, name: string): string {
-  const value = options[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
-  return value;
-}
-
-function optionalNumber(options: Options, name: string): number | undefined {
-  const value = options[name];
-  if (value === undefined) return undefined;
-  const number = Number(value);
-  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(number)) throw new UsageError(`--${name} must be a number`);
-  return number;
-}
-
-/** A whole number, or `none` (null) for "no limit". */
-function optionalCount(options: Options, name: string): number | null | undefined {
-  const value = options[name];
-  if (value === undefined) return undefined;
-  if (value === 'none') return null;
-  const number = optionalNumber(options, name)!;
-  if (!Number.isInteger(number)) throw new UsageError(`--${name} must be a whole number or none`);
-  return number;
-}
-
-function programId(options: Options): string {
-  const id = required(options, 'program');
-  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--program must be a program id (a UUID)');
-  return id.toLowerCase();
-}
-
-async function withMigratedDatabase<T>(config: Config, work: (database: DatabaseHandle) => Promise<T>): Promise<T> {
-  const database = openDatabase(config);
-  try {
-    await migrateToLatest(database.db as never);
-    return await work(database);
-  } finally {
-    await database.close();
-  }
-}
-
-const commands: Record<string, Command> = {
-  serve: {
-    usage: 'tandem serve',
-    options: {},
-    async run(config) {
-      const server = await startServer(config);
-      closeOnSignals(server);
-      server.app.log.info(`Tandem is serving on ${server.url} (site URL ${config.siteUrl}); API docs at ${config.siteUrl}/docs`);
-    },
-  },
-  worker: {
-    usage: 'tandem worker',
-    options: {},
-    async run(config) {
-      // Webhook delivery in its own process (run servers with WORKER=off, or beside them:
-      // workers share the queue safely).
-      const database = openDatabase(config);
-      await migrateToLatest(database.db as never);
-      const log = pino({ level: config.logLevel });
-      const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
-      const transport = createMailTransport(config, log);
-      const mail = createMailWorker({ db: database.db, config, clock: systemClock, transport, log });
-      worker.start();
-      mail.start();
-      log.info('Tandem webhook worker started');
-      let stopping = false;
-      const stop = (signal: NodeJS.Signals) => {
-        if (stopping) process.exit(1);
-        stopping = true;
-        log.info({ signal }, 'worker stopping: finishing in-flight deliveries');
-        Promise.all([worker.stop(), mail.stop()])
-          .then(() => transport.close())
-          .then(() => database.close())
-          .then(
-            () => process.exit(0),
-            () => process.exit(1),
-          );
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-    },
-  },
-  migrate: {
-    usage: 'tandem migrate',
-    options: {},
-    async run(config) {
-      const database = openDatabase(config);
-      try {
-        const applied = await migrateToLatest(database.db as never);
-        return { text: applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date', json: { applied } };
-      } finally {
-        await database.close();
-      }
-    },
-  },
-  'user create': {
-    usage: 'tandem user create --email E --password P',
-    options: { email: { type: 'string' }, password: { type: 'string' } },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const user = await createUser(db, { email: required(options, 'email'), password: required(options, 'password') });
-        return { text: `created user ${user.email} (${user.id})`, json: user };
-      }),
-  },
-  'program create': {
-    usage: 'tandem program create --owner E --name N --domain D [--currency USD] [--commission-rate 20] [--logo-url U]',
-    options: {
-      owner: { type: 'string' },
-      name: { type: 'string' },
-      domain: { type: 'string' },
-      currency: { type: 'string' },
-      'commission-rate': { type: 'string' },
-      'logo-url': { type: 'string' },
-    },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const owner = required(options, 'owner');
-        const user = requireUser(await findUserByEmail(db, owner), owner);
-        const program = await createProgram(db, {
-          ownerUserId: user.id,
-          name: required(options, 'name'),
-          domain: required(options, 'domain'),
-          currency: options.currency as string | undefined,
-          commissionRate: optionalNumber(options, 'commission-rate'),
-          logoUrl: options['logo-url'] as string | undefined,
-        });
-        return { text: `created program "${program.name}" with id ${program.id}`, json: program };
-      }),
-  },
-  'program update': {
-    usage:
-      'tandem program update --program ID [--name N] [--domain D] [--currency C] [--logo-url U] [--commission-type percentage|flat] [--commission-rate R] [--commission-amount A] [--duration-months N|none] [--max-sales-per-customer N|none] [--hold-days N] [--minimum-payout A] [--portal-slug S] [--portal-signup open|approval|invite] [--stripe-webhook-secret whsec_…]',
-    options: {
-      program: { type: 'string' },
-      name: { type: 'string' },
-      domain: { type: 'string' },
-      currency: { type: 'string' },
-      'logo-url': { type: 'string' },
-      'commission-type': { type: 'string' },
-      'commission-rate': { type: 'string' },
-      'commission-amount': { type: 'string' },
-      'duration-months': { type: 'string' },
-      'max-sales-per-customer': { type: 'string' },
-      'hold-days': { type: 'string' },
-      'minimum-payout': { type: 'string' },
-      'portal-slug': { type: 'string' },
-      'portal-signup': { type: 'string' },
-      'stripe-webhook-secret': { type: 'string' },
-    },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const id = programId(options);
-        const changes = {
-          name: options.name as string | undefined,
-          domain: options.domain as string | undefined,
-          currency: options.currency as string | undefined,
-          logoUrl: options['logo-url'] as string | undefined,
-          commissionType: options['commission-type'] as string | undefined,
-          commissionRate: optionalNumber(options, 'commission-rate'),
-          commissionAmount: optionalNumber(options, 'commission-amount'),
-          durationMonths: optionalCount(options, 'duration-months'),
-          maxSalesPerCustomer: optionalCount(options, 'max-sales-per-customer'),
-          holdDays: optionalNumber(options, 'hold-days'),
-          minimumPayout: optionalNumber(options, 'minimum-payout'),
-          portalSlug: options['portal-slug'] as string | undefined,
-          portalSignup: options['portal-signup'] as string | undefined,
-        };
-        const stripeSecret = options['stripe-webhook-secret'] as string | undefined;
-        if (Object.values(changes).every((value) => value === undefined) && stripeSecret === undefined) throw new UsageError('name at least one setting to change; run tandem --help');
-        if (stripeSecret !== undefined) {
-          await getProgram(db, id);
-          await connectStripe(db, id, stripeSecret, systemClock().toISOString());
-        }
-        const program = await updateProgramSettings(db, id, changes);
-        const plan = program.commission;
-        const pays = plan.type === 'flat' ? `${plan.amount} ${program.currency} per sale` : `${plan.rate} %`;
-        const limits = [plan.durationMonths === null ? 'forever' : `for ${plan.durationMonths} months`, plan.maxSalesPerCustomer === null ? null : `first ${plan.maxSalesPerCustomer} sales`].filter(Boolean).join(', ');
-        return {
-          text: `updated program "${program.name}" (${program.id}): pays ${pays} ${limits}; hold ${plan.holdDays} days; minimum payout ${plan.minimumPayout} ${program.currency}; portal ${config.siteUrl}/portal/${program.portal.slug} (sign-up: ${program.portal.signup})`,
-          json: program,
-        };
-      }),
-  },
-  'payout run': {
-    usage: 'tandem payout run --program ID',
-    options: { program: { type: 'string' } },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const program = toProgramContext(await getProgram(db, programId(options)), systemClock);
-        const payouts = await runPayouts(db, program, {});
-        const lines = payouts.map((p) => `  ${p.affiliate.firstName} ${p.affiliate.lastName} <${p.affiliate.payoutEmail}>: ${p.amount} ${p.currency} (${p.entryCount} entries, payout ${p.id})`);
-        const text = payouts.length ? [`made ${payouts.length} payout${payouts.length === 1 ? '' : 's'}:`, ...lines].join('\n') : 'nothing to pay: no affiliate has a due balance at or above the minimum';
-        return { text, json: { payouts } };
-      }),
-  },
-  'key create': {
-    usage: 'tandem key create --program ID [--name N]',
-    options: { program: { type: 'string' }, name: { type: 'string' } },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const programId = required(options, 'program');
-        if (!/^[0-9a-f-]{36}$/i.test(programId)) throw new UsageError('--program must be a program id (a UUID)');
-        await getProgram(db, programId);
-        const key = await issueToken(db, { programId, name: (options.name as string | undefined) ?? 'CLI key', kind: 'api_key' });
-        return {
-          text: `API key ${key.id} for program ${programId}. Copy the token now; it is not shown again:\n${key.token}`,
-          json: { id: key.id, token: key.token, programId, name: key.name },
-        };
-      }),
-  },
-  'key revoke': {
-    usage: 'tandem key revoke --token-id ID',
-    options: { 'token-id': { type: 'string' } },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const id = required(options, 'token-id');
-        if (!/^[0-9a-f-]{36}$/i.test(id)) throw new UsageError('--token-id must be a token id (a UUID)');
-        await revokeToken(db, id);
-        return { text: `revoked token ${id}`, json: { id, revoked: true } };
-      }),
-  },
-  'integration add': {
-    usage: 'tandem integration add --name N [--display-name D] --redirect-uri U [--redirect-uri U2 …] [--client-id C --client-secret S]',
-    options: {
-      name: { type: 'string' },
-      'display-name': { type: 'string' },
-      'redirect-uri': { type: 'string', multiple: true },
-      'client-id': { type: 'string' },
-      'client-secret': { type: 'string' },
-    },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const redirectUris = (options['redirect-uri'] as string[] | undefined) ?? [];
-        if (redirectUris.length === 0) throw new UsageError('--redirect-uri is required (repeat it for several)');
-        if (options['client-secret'] !== undefined && options['client-id'] === undefined) throw new UsageError('--client-secret needs --client-id');
-        const integration = await addIntegration(db, {
-          name: required(options, 'name'),
-          displayName: options['display-name'] as string | undefined,
-          redirectUris,
-          clientId: options['client-id'] as string | undefined,
-          clientSecret: options['client-secret'] as string | undefined,
-        });
-        return { text: `added integration ${describeIntegration(integration)}\nconnect URL: ${config.siteUrl}/connect/${integration.name}/choose-affiliate-program\ntoken URL:   ${config.siteUrl}/api/${integration.name}/token`, json: integration };
-      }),
-  },
-  'integration list': {
-    usage: 'tandem integration list',
-    options: {},
-    run: (config) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const integrations = await listIntegrations(db);
-        const text = integrations.length ? integrations.map(describeIntegration).join('\n') : 'no integrations; add one with tandem integration add';
-        return { text, json: { integrations } };
-      }),
-  },
-  'integration remove': {
-    usage: 'tandem integration remove --name N',
-    options: { name: { type: 'string' } },
-    run: (config, options) =>
-      withMigratedDatabase(config, async ({ db }) => {
-        const name = required(options, 'name');
-        await removeIntegration(db, name);
-        return { text: `removed integration ${name}; tokens it issued keep working until revoked`, json: { name, removed: true } };
-      }),
-  },
-  'migrate-data': {
-    usage: 'tandem migrate-data --from sqlite:./data/tandem.db --to postgres://user@host/db',
-    options: { from: { type: 'string' }, to: { type: 'string' } },
-    async run(config, options) {
-      const [fromUrl, toUrl] = [required(options, 'from'), required(options, 'to')];
-      for (const url of [fromUrl, toUrl]) {
-        if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(url)) throw new UsageError(`--from and --to must be sqlite:<path> or postgres://… URLs, got "${url}"`);
-      }
-      if (fromUrl === toUrl) throw new UsageError('--from and --to name the same database');
-      const from = openDatabase({ ...config, databaseUrl: fromUrl });
-      const to = openDatabase({ ...config, databaseUrl: toUrl });
-      try {
-        const report = await copyData(from, to);
-        const total = Object.values(report.tables).reduce((a, b) => a + b, 0);
-        const lines = Object.entries(report.tables).map(([table, n]) => `  ${table}: ${n}`);
-        return { text: `copied ${total} rows; counts verified:\n${lines.join('\n')}`, json: report };
-      } finally {
-        await Promise.all([from.close(), to.close()]);
-      }
-    },
-  },
-};
-
-function describeIntegration(integration: Integration): string {
-  const client = integration.clientId ? `, client id ${integration.clientId}${integration.hasClientSecret ? ' (with secret)' : ''}` : '';
-  return `${integration.name} ("${integration.displayName}")${client}\n  redirect URIs: ${integration.redirectUris.join(' ')}`;
-}
-
-function helpText(): string {
-  return ['Usage:', ...Object.values(commands).map((c) => `  ${c.usage} [--json]`)].join('\n');
-}
+type Outcome = { help: string } | { result: { text: string; json: unknown } | void };
 
 export async function main(argv: string[]): Promise<number> {
-  const words = argv.filter((a) => !a.startsWith('-'));
-  const name = [words.slice(0, 2).join(' '), words[0] ?? ''].find((n) => n in commands);
   if (argv.length === 0) {
-    console.error(helpText());
-    return 1;
-  }
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(helpText());
-    return 0;
+    console.error(globalHelp());
+    return EXIT_USAGE;
   }
   const json = argv.includes('--json');
   try {
-    if (!name) throw new UsageError(`unknown command "${words.join(' ')}"; run tandem --help`);
-    const command = commands[name]!;
-    const { values, positionals } = parseArgs({
-      args: argv.filter((a) => a !== '--json'),
-      options: command.options,
-      allowPositionals: true,
-      strict: true,
-    });
-    if (positionals.length !== name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"; usage: ${command.usage}`);
-    const config = loadConfig();
-    const result = await command.run(config, values as Options);
-    if (result) console.log(json ? JSON.stringify(result.json) : result.text);
+    const outcome = await interpret(argv);
+    if ('help' in outcome) console.log(outcome.help);
+    else if (outcome.result) console.log(json ? JSON.stringify(outcome.result.json) : outcome.result.text);
     return 0;
   } catch (error) {
     const reason = describe(error);
     if (json) console.log(JSON.stringify({ error: reason }));
     console.error(`tandem: ${reason}`);
-    return 1;
+    return error instanceof UsageError ? EXIT_USAGE : EXIT_FAILURE;
   }
+}
+
+async function interpret(argv: string[]): Promise<Outcome> {
+  const wantsHelp = argv.includes('--help') || argv.includes('-h');
+  const rest = argv.filter((arg) => !SWITCHES.has(arg));
+  const firstFlag = rest.findIndex((arg) => arg.startsWith('-'));
+  const words = firstFlag === -1 ? rest : rest.slice(0, firstFlag);
+
+  if (words[0] === 'help') return { help: helpOn(words.slice(1)) };
+  if (words.length === 0) {
+    if (wantsHelp) return { help: globalHelp() };
+    if (firstFlag !== -1) throw new UsageError(`unknown flag ${rest[firstFlag]}; run tandem --help`);
+    if (argv.includes('--version')) return printVersion();
+    throw new UsageError('no command given; run tandem --help');
+  }
+  if (words[0] === 'version' && rest.length === 1) return printVersion();
+
+  const name = commandNamed(words);
+  if (wantsHelp) return { help: commandHelp(name) };
+  const command = commands[name]!;
+  const options = parseFlags(name, command, argv.filter((arg) => arg !== '--json'));
+  return { result: await command.run(loadConfig(), options) };
+}
+
+function printVersion(): Outcome {
+  return { result: { text: `tandem ${version()}`, json: { version: version() } } };
+}
+
+/** `tandem help …`: the list of commands, a group's, or one command's page. */
+function helpOn(topic: string[]): string {
+  if (topic.length === 0) return globalHelp();
+  const name = topic.join(' ');
+  if (name in commands) return commandHelp(name);
+  if (topic.length === 1 && isGroup(name)) return groupHelp(name);
+  return commandHelp(commandNamed(topic));
+}
+
+function isGroup(word: string): boolean {
+  return Object.keys(commands).some((name) => name.startsWith(`${word} `));
+}
+
+/** The command the leading words name (two words, else one), or a usage error naming the nearest. */
+function commandNamed(words: string[]): string {
+  const [first, second] = words as [string, string | undefined];
+  const two = second === undefined ? undefined : `${first} ${second}`;
+  if (two !== undefined && two in commands) return two;
+  if (first in commands) return first;
+  const names = Object.keys(commands);
+  if (isGroup(first)) {
+    const group = names.filter((name) => name.startsWith(`${first} `));
+    if (two === undefined) throw new UsageError(`"${first}" needs a subcommand: ${group.join(', ')}; run tandem help ${first}`);
+    const near = nearest(two, group);
+    if (near) throw new UsageError(`unknown command "${two}"; did you mean "${near}"? Run tandem --help`);
+    throw new UsageError(`unknown command "${two}"; the ${first} commands are ${group.join(', ')}. Run tandem --help`);
+  }
+  for (const typed of [two, first]) {
+    const near = typed === undefined ? undefined : nearest(typed, names);
+    if (near) throw new UsageError(`unknown command "${typed}"; did you mean "${near}"? Run tandem --help`);
+  }
+  throw new UsageError(`unknown command "${two ?? first}"; run tandem --help`);
+}
+
+/** The command's flags as parseArgs takes them: its own, and the switches every command has. */
+function parseArgsOptions(command: Command): NonNullable<ParseArgsConfig['options']> {
+  const options: NonNullable<ParseArgsConfig['options']> = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } };
+  for (const [name, flag] of Object.entries(command.flags)) options[name] = { type: flag.value ? 'string' : 'boolean', multiple: flag.multiple ?? false };
+  return options;
+}
+
+/** Checks the command line against the command's table: known flags, their values, required ones, allowed values. */
+function parseFlags(name: string, command: Command, args: string[]): Options {
+  const options = parseArgsOptions(command);
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (!(token.name in options)) {
+      const near = nearest(token.name, Object.keys(options));
+      throw new UsageError(`unknown flag ${token.rawName} for "${name}"; ${near ? `did you mean --${near}?` : `run tandem help ${name}`}`);
+    }
+    const takesValue = options[token.name]!.type === 'string';
+    if (takesValue && (token.value === undefined || (!token.inlineValue && token.value.startsWith('-')))) {
+      throw new UsageError(`${token.rawName} needs a value${token.value === undefined ? '' : ` (it is followed by ${token.value}; write ${token.rawName}=${token.value} if that is the value)`}; run tandem help ${name}`);
+    }
+    if (!takesValue && token.value !== undefined) throw new UsageError(`${token.rawName} takes no value; run tandem help ${name}`);
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.split('\n')[0]!.replace(/\.$/, '')}; run tandem help ${name}`);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length !== name.split(' ').length) throw new UsageError(`unexpected argument "${positionals.at(-1)}"; run tandem help ${name}`);
+  for (const [flagName, flag] of Object.entries(command.flags)) {
+    const value = values[flagName];
+    const given = ([] as unknown[]).concat(value ?? []);
+    if ('required' in flag && (given.length === 0 || given.some((v) => v === ''))) {
+      throw new UsageError(`--${flagName} is required${flag.multiple ? ' (repeat it for several)' : ''}; run tandem help ${name}`);
+    }
+    for (const choice of given) {
+      if (flag.choices && !flag.choices.includes(choice as string)) {
+        const near = nearest(String(choice), flag.choices);
+        throw new UsageError(`--${flagName} must be one of ${flag.choices.join(', ')}, not "${String(choice)}"${near ? `; did you mean ${near}?` : ''}`);
+      }
+    }
+  }
+  return values as Options;
 }
 
 function describe(error: unknown): string {
@@ -367,8 +154,6 @@ function describe(error: unknown): string {
     return field ? `${field.pointer.replace('#/', '')} ${field.detail}` : error.detail;
   }
   if (error instanceof UsageError || error instanceof ConfigError || error instanceof MigrationError || error instanceof CopyError) return error.message;
-  const code = (error as { code?: string }).code;
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') return (error as Error).message.split('\n')[0]!;
-  if (code === 'EADDRINUSE') return `port already in use: ${(error as Error).message}`;
+  if ((error as { code?: string }).code === 'EADDRINUSE') return `port already in use: ${(error as Error).message}`;
   return error instanceof Error ? error.message.split('\n')[0]! : String(error);
 }

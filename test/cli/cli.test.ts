@@ -24,9 +24,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 type Run = CliRun;
 const tandem = runTandem;
 
-/** A failed command: non-zero exit, one line on stderr naming the reason, no stack trace. */
-function assertUsageFailure(run: Run, reason: RegExp): void {
-  assert.notEqual(run.code, 0, `exit code; stdout ${run.stdout} stderr ${run.stderr}`);
+/**
+ * A failed command: one line on stderr naming the reason, no stack trace, and its exit status:
+ * 2 for a usage error (the command line itself is wrong), 1 for any other failure.
+ */
+function assertUsageFailure(run: Run, reason: RegExp, code: 1 | 2): void {
+  assert.equal(run.code, code, `exit code; stdout ${run.stdout} stderr ${run.stderr}`);
   const lines = run.stderr.trimEnd().split('\n');
   assert.equal(lines.length, 1, `one line on stderr, got: ${JSON.stringify(run.stderr)}`);
   assert.match(lines[0]!, /^tandem: \S/);
@@ -190,46 +193,49 @@ describe('tandem command line', { skip: testDialect !== 'sqlite' && 'runs in the
       assert.equal(after.headers.get('www-authenticate'), 'Bearer');
 
       // A second revoke has nothing to revoke.
-      assertUsageFailure(await tandem(['key', 'revoke', '--token-id', String(key.json.id)], env), /not found/i);
+      assertUsageFailure(await tandem(['key', 'revoke', '--token-id', String(key.json.id)], env), /not found/i, 1);
     });
 
-    it('--help prints the usage of every command and exits 0; no command at all exits non-zero', async () => {
+    it('--help lists every command and exits 0; no command at all prints it on stderr and exits 2', async () => {
       const help = await tandem(['--help'], env);
       assert.equal(help.code, 0);
-      for (const command of ['serve', 'migrate', 'user create', 'program create', 'key create', 'key revoke']) assert.ok(help.stdout.includes(`tandem ${command}`), command);
+      for (const command of ['serve', 'migrate', 'user create', 'program create', 'key create', 'key revoke']) assert.match(help.stdout, new RegExp(`^  ${command}  `, 'm'), command);
       const none = await tandem([], env);
-      assert.notEqual(none.code, 0);
-      assert.match(none.stdout + none.stderr, /Usage/);
+      assert.equal(none.code, 2);
+      assert.equal(none.stdout, '');
+      assert.equal(none.stderr.trimEnd(), help.stdout.trimEnd());
     });
   });
 
-  describe('bad arguments print a one-line reason and exit non-zero', { concurrency: 4 }, () => {
+  describe('bad arguments print a one-line reason and exit 2 (usage) or 1 (refused)', { concurrency: 4 }, () => {
     const program = (extra: string[]) => ['program', 'create', '--owner', owner, '--name', 'Bad', '--domain', 'bad.example.com', ...extra];
-    const cases: [name: string, args: () => string[], reason: RegExp][] = [
-      ['missing --email', () => ['user', 'create', '--password', password], /--email is required/],
-      ['missing --password', () => ['user', 'create', '--email', 'nopass@example.com'], /--password is required/],
-      ['a short password', () => ['user', 'create', '--email', 'short@example.com', '--password', 'short'], /password must be at least 10 characters/],
-      ['an invalid e-mail', () => ['user', 'create', '--email', 'not-an-email', '--password', password], /email/],
-      ['a user that exists', () => ['user', 'create', '--email', owner.toUpperCase(), '--password', password], /already exists/],
-      ['an unknown owner', () => ['program', 'create', '--owner', 'nobody@example.com', '--name', 'N', '--domain', 'n.example.com'], /nobody@example\.com/],
-      ['a missing --name', () => ['program', 'create', '--owner', owner, '--domain', 'n.example.com'], /--name is required/],
-      ['a non-numeric --commission-rate', () => program(['--commission-rate', 'abc']), /--commission-rate must be a number/],
-      ['an empty --commission-rate', () => program(['--commission-rate', '']), /--commission-rate must be a number/],
-      ['a --commission-rate over 100', () => program(['--commission-rate', '150']), /between 0 and 100/],
-      ['a bad currency', () => program(['--currency', 'EURO']), /currency/],
-      ['an unknown currency code', () => program(['--currency', 'QQQ']), /currency/],
-      ['a bad domain', () => ['program', 'create', '--owner', owner, '--name', 'N', '--domain', 'not a domain'], /domain/],
-      ['a logo URL that is not http(s)', () => program(['--logo-url', 'ftp://bad.example.com/logo.png']), /logoUrl/],
-      ['key create without --program', () => ['key', 'create'], /--program is required/],
-      ['key create with a non-UUID program', () => ['key', 'create', '--program', 'acme'], /--program must be a program id/],
-      ['key create for an unknown program', () => ['key', 'create', '--program', randomUUID()], /Program was not found/],
-      ['key revoke of an unknown token', () => ['key', 'revoke', '--token-id', randomUUID()], /not found/i],
-      ['key revoke without --token-id', () => ['key', 'revoke'], /--token-id is required/],
-      ['an unknown command', () => ['frobnicate'], /unknown command "frobnicate"/],
-      ['an unknown subcommand', () => ['user', 'delete', '--email', owner], /unknown command/],
-      ['an unknown option', () => ['user', 'create', '--email', 'opt@example.com', '--password', password, '--bogus'], /Unknown option '--bogus'/],
-      ['an option without its value', () => ['user', 'create', '--password', password, '--email'], /--email/],
-      ['an unexpected positional argument', () => ['user', 'create', 'extra', '--email', 'pos@example.com', '--password', password], /unexpected argument "extra"/],
+    // Exit status 2: the command line is wrong (unknown command or flag, missing or malformed flag);
+    // 1: the command ran and failed (a value the rules refuse, not found, a conflict).
+    const cases: [name: string, args: () => string[], reason: RegExp, code: 1 | 2][] = [
+      ['missing --email', () => ['user', 'create', '--password', password], /--email is required/, 2],
+      ['missing --password', () => ['user', 'create', '--email', 'nopass@example.com'], /--password is required/, 2],
+      ['a short password', () => ['user', 'create', '--email', 'short@example.com', '--password', 'short'], /password must be at least 10 characters/, 1],
+      ['an invalid e-mail', () => ['user', 'create', '--email', 'not-an-email', '--password', password], /email/, 1],
+      ['a user that exists', () => ['user', 'create', '--email', owner.toUpperCase(), '--password', password], /already exists/, 1],
+      ['an unknown owner', () => ['program', 'create', '--owner', 'nobody@example.com', '--name', 'N', '--domain', 'n.example.com'], /nobody@example\.com/, 1],
+      ['a missing --name', () => ['program', 'create', '--owner', owner, '--domain', 'n.example.com'], /--name is required/, 2],
+      ['a non-numeric --commission-rate', () => program(['--commission-rate', 'abc']), /--commission-rate must be a number/, 2],
+      ['an empty --commission-rate', () => program(['--commission-rate', '']), /--commission-rate must be a number/, 2],
+      ['a --commission-rate over 100', () => program(['--commission-rate', '150']), /between 0 and 100/, 1],
+      ['a bad currency', () => program(['--currency', 'EURO']), /currency/, 1],
+      ['an unknown currency code', () => program(['--currency', 'QQQ']), /currency/, 1],
+      ['a bad domain', () => ['program', 'create', '--owner', owner, '--name', 'N', '--domain', 'not a domain'], /domain/, 1],
+      ['a logo URL that is not http(s)', () => program(['--logo-url', 'ftp://bad.example.com/logo.png']), /logoUrl/, 1],
+      ['key create without --program', () => ['key', 'create'], /--program is required/, 2],
+      ['key create with a non-UUID program', () => ['key', 'create', '--program', 'acme'], /--program must be a program id/, 2],
+      ['key create for an unknown program', () => ['key', 'create', '--program', randomUUID()], /Program was not found/, 1],
+      ['key revoke of an unknown token', () => ['key', 'revoke', '--token-id', randomUUID()], /not found/i, 1],
+      ['key revoke without --token-id', () => ['key', 'revoke'], /--token-id is required/, 2],
+      ['an unknown command', () => ['frobnicate'], /unknown command "frobnicate"/, 2],
+      ['an unknown subcommand', () => ['user', 'delete', '--email', owner], /unknown command/, 2],
+      ['an unknown option', () => ['user', 'create', '--email', 'opt@example.com', '--password', password, '--bogus'], /unknown flag --bogus for "user create"/, 2],
+      ['an option without its value', () => ['user', 'create', '--password', password, '--email'], /--email/, 2],
+      ['an unexpected positional argument', () => ['user', 'create', 'extra', '--email', 'pos@example.com', '--password', password], /unexpected argument "extra"/, 2],
     ];
 
     let usersBefore: number;
@@ -246,34 +252,34 @@ describe('tandem command line', { skip: testDialect !== 'sqlite' && 'runs in the
       assert.equal(count('api_tokens'), tokensBefore, 'failed commands create no key');
     });
 
-    for (const [name, args, reason] of cases) {
-      it(name, async () => {
+    for (const [name, args, reason, code] of cases) {
+      it(`${name} (exit ${code})`, async () => {
         // With --json the reason is on stderr and also the last stdout line, as {"error": …}.
         const json = await tandem([...args(), '--json'], env);
-        assertUsageFailure(json, reason);
+        assertUsageFailure(json, reason, code);
         assert.equal(typeof json.json.error, 'string');
         assert.match(String(json.json.error), reason);
       });
     }
 
     it('without --json the reason goes to stderr only', async () => {
-      for (const [, args, reason] of cases.filter(([name]) => ['a short password', 'an unknown command', 'an unknown option'].includes(name))) {
+      for (const [, args, reason, code] of cases.filter(([name]) => ['a short password', 'an unknown command', 'an unknown option'].includes(name))) {
         const run = await tandem(args(), env);
-        assertUsageFailure(run, reason);
+        assertUsageFailure(run, reason, code);
         assert.equal(run.stdout, '');
       }
     });
 
     it('a bad DATABASE_URL', async () => {
-      assertUsageFailure(await tandem(['migrate', '--json'], { DATABASE_URL: 'mysql://localhost/tandem' }), /DATABASE_URL must start with sqlite: or postgres:\/\//);
+      assertUsageFailure(await tandem(['migrate', '--json'], { DATABASE_URL: 'mysql://localhost/tandem' }), /DATABASE_URL must start with sqlite: or postgres:\/\//, 1);
     });
 
     it('a bad PORT for serve', async () => {
-      assertUsageFailure(await tandem(['serve'], { ...env, PORT: 'eighty' }), /PORT must be a whole number/);
+      assertUsageFailure(await tandem(['serve'], { ...env, PORT: 'eighty' }), /PORT must be a whole number/, 1);
     });
 
     it('a bad RATE_LIMIT_PER_MINUTE', async () => {
-      assertUsageFailure(await tandem(['migrate'], { ...env, RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/);
+      assertUsageFailure(await tandem(['migrate'], { ...env, RATE_LIMIT_PER_MINUTE: '-1' }), /RATE_LIMIT_PER_MINUTE/, 1);
     });
   });
 });

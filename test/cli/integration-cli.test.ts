@@ -13,8 +13,9 @@ let database: TestDatabase;
 
 const tandem = (args: string[]) => runTandem(args, { DATABASE_URL: database.url, SITE_URL: 'https://affiliates.example.com' });
 
-function assertFailure(run: CliRun, reason: RegExp): void {
-  assert.notEqual(run.code, 0, run.stdout);
+/** One line on stderr, and exit status 2 for a usage error (a missing or malformed flag), 1 for a refusal. */
+function assertFailure(run: CliRun, reason: RegExp, code: 1 | 2): void {
+  assert.equal(run.code, code, run.stdout);
   assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
   assert.match(run.stderr, reason);
 }
@@ -63,20 +64,20 @@ describe('tandem integration', () => {
   });
 
   it('bad arguments print a one-line reason and change nothing', async () => {
-    const cases: [string[], RegExp][] = [
-      [['--name', 'zapier', '--redirect-uri', 'https://a.example/cb'], /already exists/],
-      [['--name', 'Make', '--redirect-uri', 'https://a.example/cb'], /name must be 1 to 50 lowercase letters/],
-      [['--name', 'v1', '--redirect-uri', 'https://a.example/cb'], /reserved/],
-      [['--name', 'make'], /--redirect-uri is required/],
-      [['--redirect-uri', 'https://a.example/cb'], /--name is required/],
-      [['--name', 'make', '--redirect-uri', '/relative'], /absolute URL/],
-      [['--name', 'make', '--redirect-uri', 'ftp://a.example/cb'], /https:\/\/ or http:\/\//],
-      [['--name', 'make', '--redirect-uri', 'https://a.example/cb#top'], /fragment/],
-      [['--name', 'make', '--redirect-uri', 'https://user:pw@a.example/cb'], /credentials/],
-      [['--name', 'make', '--redirect-uri', 'https://a.example/cb', '--client-secret', 's'], /--client-secret needs --client-id/],
+    const cases: [string[], RegExp, 1 | 2][] = [
+      [['--name', 'zapier', '--redirect-uri', 'https://a.example/cb'], /already exists/, 1],
+      [['--name', 'Make', '--redirect-uri', 'https://a.example/cb'], /name must be 1 to 50 lowercase letters/, 1],
+      [['--name', 'v1', '--redirect-uri', 'https://a.example/cb'], /reserved/, 1],
+      [['--name', 'make'], /--redirect-uri is required/, 2],
+      [['--redirect-uri', 'https://a.example/cb'], /--name is required/, 2],
+      [['--name', 'make', '--redirect-uri', '/relative'], /absolute URL/, 1],
+      [['--name', 'make', '--redirect-uri', 'ftp://a.example/cb'], /https:\/\/ or http:\/\//, 1],
+      [['--name', 'make', '--redirect-uri', 'https://a.example/cb#top'], /fragment/, 1],
+      [['--name', 'make', '--redirect-uri', 'https://user:pw@a.example/cb'], /credentials/, 1],
+      [['--name', 'make', '--redirect-uri', 'https://a.example/cb', '--client-secret', 's'], /--client-secret needs --client-id/, 2],
     ];
     const runs = await Promise.all(cases.map(([args]) => tandem(['integration', 'add', ...args, '--json'])));
-    runs.forEach((run, i) => assertFailure(run, cases[i]![1]));
+    runs.forEach((run, i) => assertFailure(run, cases[i]![1], cases[i]![2]));
     const list = await tandem(['integration', 'list', '--json']);
     assert.equal(list.json.integrations.length, 2);
   });
@@ -85,8 +86,8 @@ describe('tandem integration', () => {
     const run = await tandem(['integration', 'remove', '--name', 'n8n', '--json']);
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(run.json, { name: 'n8n', removed: true });
-    assertFailure(await tandem(['integration', 'remove', '--name', 'n8n']), /not found/);
-    assertFailure(await tandem(['integration', 'remove']), /--name is required/);
+    assertFailure(await tandem(['integration', 'remove', '--name', 'n8n']), /not found/, 1);
+    assertFailure(await tandem(['integration', 'remove']), /--name is required/, 2);
     const list = await tandem(['integration', 'list', '--json']);
     assert.deepEqual(list.json.integrations.map((i: { name: string }) => i.name), ['zapier']);
   });

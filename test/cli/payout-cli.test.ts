@@ -49,19 +49,20 @@ describe('tandem program update and payout run', { skip: testDialect !== 'sqlite
     assert.equal(badStripe.code, 1);
     assert.match(badStripe.stderr, /stripeWebhookSecret must be a Stripe webhook signing secret/);
     const badSignup = await runTandem(['program', 'update', '--program', programId, '--portal-signup', 'everyone'], env);
-    assert.equal(badSignup.code, 1);
-    assert.match(badSignup.stderr, /portal\/signup must be "open", "approval" or "invite"/);
+    assert.equal(badSignup.code, 2, 'a value outside the flag\'s choices is a usage error');
+    assert.match(badSignup.stderr, /--portal-signup must be one of open, approval, invite, not "everyone"/);
   });
 
   it('refuses a bad value with a one-line reason and changes nothing', async () => {
-    for (const [args, reason] of [
-      [['--hold-days', '400'], /commission\/holdDays must be a whole number of days from 0 to 365/],
-      [['--duration-months', 'soon'], /--duration-months must be a number/],
-      [['--commission-type', 'tiered'], /commission\/type must be "percentage" or "flat"/],
-      [[], /name at least one setting/],
+    // 1: a value the program's rules refuse; 2: a flag value that is malformed, or no setting at all.
+    for (const [args, reason, code] of [
+      [['--hold-days', '400'], /commission\/holdDays must be a whole number of days from 0 to 365/, 1],
+      [['--duration-months', 'soon'], /--duration-months must be a number/, 2],
+      [['--commission-type', 'tiered'], /--commission-type must be one of percentage, flat, not "tiered"/, 2],
+      [[], /name at least one setting/, 2],
     ] as const) {
       const run = await runTandem(['program', 'update', '--program', programId, ...args], env);
-      assert.equal(run.code, 1, run.stdout);
+      assert.equal(run.code, code, run.stdout);
       assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
       assert.match(run.stderr, reason);
     }
@@ -90,7 +91,7 @@ describe('tandem program update and payout run', { skip: testDialect !== 'sqlite
     assert.equal(text.code, 0);
     assert.match(text.stdout, /nothing to pay/);
     const bad = await runTandem(['payout', 'run', '--program', 'nope'], env);
-    assert.equal(bad.code, 1);
+    assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--program must be a program id/);
   });
 });

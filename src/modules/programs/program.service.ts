@@ -185,7 +185,11 @@ export interface ProgramInput {
   portalLinksAllowed?: boolean;
 }
 
-const PORTAL_SIGNUPS: readonly string[] = ['open', 'approval', 'invite'];
+export const PORTAL_SIGNUPS: readonly PortalSignup[] = ['open', 'approval', 'invite'];
+export const COMMISSION_TYPES: readonly ProgramCommission['type'][] = ['percentage', 'flat'];
+/** What a new program gets when its creation names no currency or rate. */
+export const DEFAULT_CURRENCY = 'USD';
+export const DEFAULT_COMMISSION_RATE = 20;
 
 /** Control characters other than tab and line breaks (free text may hold those). */
 function hasControlCharacters(text: string): boolean {
@@ -235,9 +239,9 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
   const domain = domainOf(input.domain);
   if (!DOMAIN.test(domain)) throw invalidField('#/domain', 'must be a domain name such as example.com');
-  const currency = (input.currency ?? 'USD').toUpperCase();
+  const currency = (input.currency ?? DEFAULT_CURRENCY).toUpperCase();
   if (!isCurrencyCode(currency)) throw invalidField('#/currency', 'must be an ISO 4217 currency code such as USD');
-  const rate = input.commissionRate ?? 20;
+  const rate = input.commissionRate ?? DEFAULT_COMMISSION_RATE;
   if (!(rate >= 0 && rate <= 100)) throw invalidField('#/commissionRate', 'must be between 0 and 100');
   if (input.logoUrl && !isHttpUrl(input.logoUrl)) throw invalidField('#/logoUrl', 'must be an http(s) URL');
   const baseUrls = input.baseUrls ?? [`https://${domain}`];
@@ -260,7 +264,7 @@ export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id'
   const slug = input.portalSlug?.trim().toLowerCase();
   if (slug !== undefined && !PORTAL_SLUG.test(slug)) throw invalidField('#/portal/slug', 'must be 1 to 64 lowercase letters, digits and single hyphens, such as acme-partners');
   const signup = input.portalSignup ?? 'approval';
-  if (!PORTAL_SIGNUPS.includes(signup)) throw invalidField('#/portal/signup', 'must be "open", "approval" or "invite"');
+  if (!(PORTAL_SIGNUPS as readonly string[]).includes(signup)) throw invalidField('#/portal/signup', 'must be "open", "approval" or "invite"');
   const color = (input.portalColor ?? '#3b5bdb').toLowerCase();
   if (!/^#[0-9a-f]{6}$/.test(color)) throw invalidField('#/portal/color', 'must be a colour such as #3b5bdb');
   const terms = (input.portalTerms ?? '').trim();
@@ -355,6 +359,17 @@ export async function getProgram(db: Db, programId: string): Promise<ProgramRow>
   const row = await db.selectFrom('programs').selectAll().where('id', '=', programId).executeTakeFirst();
   if (!row) throw notFound('Program');
   return row;
+}
+
+/** A program as the operator's list shows it: with its owner's e-mail. */
+export type ProgramListing = Program & { ownerEmail: string };
+
+/** Every program of the instance, or the one owner's, oldest first (the order they were created in). */
+export async function listPrograms(db: Db, filter: { ownerUserId?: string } = {}): Promise<ProgramListing[]> {
+  let query = db.selectFrom('programs as p').innerJoin('users as u', 'u.id', 'p.owner_user_id').selectAll('p').select('u.email as owner_email');
+  if (filter.ownerUserId !== undefined) query = query.where('p.owner_user_id', '=', filter.ownerUserId);
+  const rows = await query.orderBy('p.created_at').orderBy('p.id').execute();
+  return rows.map(({ owner_email, ...row }) => ({ ...serializeProgram(row), ownerEmail: owner_email }));
 }
 
 /** The programs a user owns, oldest first (the order they were created in). */

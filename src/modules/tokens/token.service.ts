@@ -114,15 +114,24 @@ export interface TokenSummary {
   revokedAt: string | null;
 }
 
-/** A page of a program's tokens of one kind, newest first, revoked ones included. */
-export function listProgramTokens(db: Db, programId: string, kind: TokenKind, page: PageRequest) {
-  const q = db
+/** A program's tokens with what a list shows: never the secret or its hash. */
+function programTokenRows(db: Db, programId: string) {
+  return db
     .selectFrom('api_tokens as t')
     .leftJoin('users as u', 'u.id', 't.created_by_user_id')
     .select(['t.id', 't.name', 't.prefix', 't.kind', 't.integration', 't.created_at', 't.last_used_at', 't.revoked_at', 'u.email as created_by_email'])
-    .where('t.program_id', '=', programId)
-    .where('t.kind', '=', kind);
-  return pageQuery(q, 't', page).execute();
+    .where('t.program_id', '=', programId);
+}
+
+/** A page of a program's tokens of one kind, newest first, revoked ones included. */
+export function listProgramTokens(db: Db, programId: string, kind: TokenKind, page: PageRequest) {
+  return pageQuery(programTokenRows(db, programId).where('t.kind', '=', kind), 't', page).execute();
+}
+
+/** Every token of a program, API keys and connected apps alike, newest first, revoked ones included (`tandem key list`). */
+export async function listAllProgramTokens(db: Db, programId: string): Promise<TokenSummary[]> {
+  const rows = await programTokenRows(db, programId).orderBy('t.created_at', 'desc').orderBy('t.id', 'desc').execute();
+  return rows.map(toTokenSummary);
 }
 
 export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>>[number]): TokenSummary {

@@ -119,6 +119,17 @@ export async function listUsers(db: Db): Promise<User[]> {
   return rows.map((r) => ({ id: r.id, email: r.email, createdAt: toIso(r.created_at) }));
 }
 
+/** A user as the operator's list shows it: the operator is the first account created (isOperator). */
+export interface UserListing extends User {
+  operator: boolean;
+}
+
+/** Every user of the instance, oldest first (the operator first); never a password or its hash. */
+export async function listUsers(db: Db): Promise<UserListing[]> {
+  const rows = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('created_at').orderBy('id').execute();
+  return rows.map((row, i) => ({ id: row.id, email: row.email, createdAt: toIso(row.created_at), operator: i === 0 }));
+}
+
 export async function findUserByEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where('email_key', '=', normaliseEmail(email).key).executeTakeFirst();
 }
