@@ -1,4 +1,6 @@
 import { createUser, listUsers, MIN_PASSWORD_LENGTH } from '../../modules/users/user.service.ts';
+import { systemClock } from '../../domain/clock.ts';
+import { createPasswordResetLink } from '../../modules/users/password-reset.service.ts';
 import { minute, table, text, withMigratedDatabase, type Command } from '../command.ts';
 
 // Operator accounts: the people who sign in to the dashboard and own programs.
@@ -31,5 +33,20 @@ export const userCommands = {
         const rows = users.map((u) => [u.id, u.email, minute(u.createdAt), u.operator ? 'operator' : '']);
         return { text: users.length ? table(['ID', 'E-MAIL', 'CREATED (UTC)', ''], rows) : 'no users; add one with tandem user create', json: { users } };
       }),
+  },
+  'user reset-password': {
+    summary: "print a one-time link that sets a user's new password",
+    description: 'Prints a link (valid once, for 30 minutes) that lets the user choose a new password on the dashboard; nothing is e-mailed, and the current password keeps working until the link is used.',
+    flags: {
+      email: { value: 'E', description: 'the e-mail of the account', required: true },
+    },
+    example: 'tandem user reset-password --email you@example.com',
+    run(config, options) {
+      const email = text(options, 'email');
+      return withMigratedDatabase(config, async ({ db }) => {
+        const link = await createPasswordResetLink(db, systemClock, email, config.siteUrl);
+        return { text: `reset link for ${link.email} (valid once, until ${minute(link.expiresAt)} UTC):\n${link.url}`, json: link };
+      });
+    },
   },
 } satisfies Record<string, Command>;

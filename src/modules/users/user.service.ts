@@ -113,12 +113,6 @@ export async function setPassword(db: Db | Tx, userId: string, password: string,
   await db.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: now }).where('id', '=', userId).execute();
 }
 
-/** Every user, oldest first (the first is the operator). */
-export async function listUsers(db: Db): Promise<User[]> {
-  const rows = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('created_at').orderBy('id').execute();
-  return rows.map((r) => ({ id: r.id, email: r.email, createdAt: toIso(r.created_at) }));
-}
-
 /** A user as the operator's list shows it: the operator is the first account created (isOperator). */
 export interface UserListing extends User {
   operator: boolean;
