@@ -134,6 +134,6 @@ async function tryItOut(page: Page, url: string, token: string): Promise<void> {
   await operation.locator('.opblock-summary').first().click();
   await operation.getByRole('button', { name: 'Try it out' }).click();
   await operation.getByRole('button', { name: 'Execute' }).click();
-  await operation.locator('.live-responses-table .response-col_status').first().waitFor();
-  assert.equal((await operation.locator('.live-responses-table .response-col_status').first().textContent())?.trim(), '200');
+  await operation.locator('.live-responses-table tbody .response-col_status').first().waitFor();
+  assert.equal((await operation.locator('.live-responses-table tbody .response-col_status').first().textContent())?.trim(), '200');
 }
