@@ -13,7 +13,7 @@ export interface PageRequest {
 }
 
 export interface PageOrder {
-  column: 'created_at' | 'total_earned' | 'commission';
+  column: 'created_at' | 'total_earned' | 'commission' | 'total_commission_earned';
   direction: 'asc' | 'desc';
 }
 

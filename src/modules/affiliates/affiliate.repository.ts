@@ -42,27 +42,36 @@ export async function pendingAffiliates(db: Db, programId: string, limit: number
   return { rows, count: Number(n) };
 }
 
-export function listAffiliates(db: Db, programId: string, page: PageRequest) {
-  return pageQuery(selectAffiliates(db, programId), 'a', page).execute();
+/** The dashboard's filters of the affiliate list. */
+export interface AffiliateListFilter {
+  /** Name or e-mail contains (ignoring case). */
+  search?: string;
+  status?: 'active' | 'inactive';
 }
 
 /**
- * A page of affiliates whose e-mail, first name, last name or full name contains `text`
- * (ignoring case). It walks the program's list index newest first and stops at a full page,
- * so common words are fast; a text that matches nobody reads the program's affiliates once.
+ * A text search walks the program's list index newest first and stops at a full page, so common
+ * words are fast; a text that matches nobody reads the program's affiliates once.
  */
-export function searchAffiliates(db: Db, programId: string, text: string, page: PageRequest) {
-  const pattern = likeContains(text);
-  const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
-  const q = selectAffiliates(db, programId).where((eb) =>
-    eb.or([
-      contains(sql`a.email_key`),
-      contains(sql`lower(a.first_name)`),
-      contains(sql`lower(a.last_name)`),
-      contains(sql`lower(a.first_name || ' ' || a.last_name)`),
-    ]),
-  );
-  return pageQuery(q, 'a', page).execute();
+function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter) {
+  let q = selectAffiliates(db, programId);
+  if (filter.search !== undefined && filter.search.trim() !== '') {
+    const pattern = likeContains(filter.search);
+    const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
+    q = q.where((eb) => eb.or([contains(sql`a.email_key`), contains(sql`lower(a.first_name || ' ' || a.last_name)`)]));
+  }
+  if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
+  return q;
+}
+
+export function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}) {
+  return pageQuery(filteredAffiliates(db, programId, filter), 'a', page).execute();
+}
+
+/** How many affiliates a filter matches (every page). */
+export async function countFilteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter): Promise<number> {
+  const row = await filteredAffiliates(db, programId, filter).clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export async function countAffiliates(db: Db, programId: string): Promise<number> {

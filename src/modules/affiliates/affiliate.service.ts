@@ -27,7 +27,8 @@ import {
   insertAffiliate,
   listAffiliates,
   pendingAffiliates,
-  searchAffiliates,
+  countFilteredAffiliates,
+  type AffiliateListFilter,
   updateAffiliateRow,
   type AffiliateRow,
 } from './affiliate.repository.ts';
@@ -118,8 +119,8 @@ export async function getAffiliate(db: Db, program: ProgramContext, filter: { id
   return serializeAffiliate(row, program);
 }
 
-export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest) {
-  return listAffiliates(db, program.id, page);
+export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest, filter: AffiliateListFilter = {}) {
+  return listAffiliates(db, program.id, page, filter);
 }
 
 /** An affiliate with its own commission rate (null: it follows the program's default). */
@@ -141,8 +142,9 @@ export async function getApprovalQueue(db: Db, program: ProgramContext, limit: n
 }
 
 /** A page of the affiliates whose e-mail or name starts with `text`. */
-export async function searchAffiliatePage(db: Db, program: ProgramContext, text: string, page: PageRequest) {
-  return searchAffiliates(db, program.id, text, page);
+/** How many affiliates the dashboard's filter matches. */
+export function countAffiliatesMatching(db: Db, program: ProgramContext, filter: AffiliateListFilter): Promise<number> {
+  return countFilteredAffiliates(db, program.id, filter);
 }
 
 /**

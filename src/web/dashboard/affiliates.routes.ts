@@ -3,7 +3,12 @@ import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
 import { CreateAffiliateBody, UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
-import { createAffiliate, getAffiliatePage, getAffiliateProfile, getApprovalQueue, searchAffiliatePage, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import { countAffiliatesMatching, createAffiliate, getAffiliatePage, getAffiliateProfile, getApprovalQueue, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
+import type { AffiliateListFilter } from '../../modules/affiliates/affiliate.repository.ts';
+import type { PageOrder } from '../../db/keyset.ts';
+import { csvLine } from '../../domain/csv.ts';
+import { toIso } from '../../domain/clock.ts';
+import { fromMinorUnits, minorUnitDigits } from '../../domain/money.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
@@ -41,19 +46,40 @@ const DONE = {
 /** How many waiting sign-ups the queue shows at once (oldest first). */
 const QUEUE_SHOWN = 50;
 
+/** Affiliates as a table, the key columns first (they stay in view on a phone). */
 function affiliateRows(rows: AffiliateRow[], base: string, currency: string): SafeHtml {
-  return html`<div class="table-wrap"><table>
-    <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Link</th><th scope="col">Status</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Commission earned</th><th scope="col">Joined</th></tr></thead>
+  return html`<div class="table-wrap" role="region" aria-label="Affiliates" tabindex="0"><table>
+    <thead><tr><th scope="col">Name</th><th scope="col" class="num">Commission earned</th><th scope="col">Status</th><th scope="col" class="num">Referrals</th><th scope="col">Link</th><th scope="col">E-mail</th><th scope="col">Joined</th></tr></thead>
     <tbody>${rows.map(
       (a) => html`<tr>
         <td><a href="${base}/affiliates/${a.id}">${a.first_name} ${a.last_name}</a></td>
-        <td>${a.email}</td><td><code>${a.link ?? ''}</code></td><td>${statusBadge(a.status === 'active')}</td>
-        <td class="num">${Number(a.number_of_referred_users)}</td>
         <td class="num">${formatMinor(a.total_commission_earned, currency)}</td>
+        <td>${statusBadge(a.status === 'active')}</td>
+        <td class="num">${Number(a.number_of_referred_users)}</td>
+        <td><code>${a.link ?? ''}</code></td><td>${a.email}</td>
         <td>${formatTime(a.created_at)}</td>
       </tr>`,
     )}</tbody>
   </table></div>`;
+}
+
+const SORTS: Record<string, [label: string, order: PageOrder]> = {
+  newest: ['Newest first', { column: 'created_at', direction: 'desc' }],
+  oldest: ['Oldest first', { column: 'created_at', direction: 'asc' }],
+  'commission-desc': ['Commission earned, highest first', { column: 'total_commission_earned', direction: 'desc' }],
+};
+
+/** Rows in one CSV download of the affiliate list. */
+const AFFILIATES_CSV_ROWS = 10_000;
+
+/** The list's filters from the query string: search text, status, order. */
+function readAffiliateList(request: FastifyRequest) {
+  const query = readQuery(request);
+  const q = (query.q ?? '').trim().slice(0, 200);
+  const status = query.status === 'active' || query.status === 'inactive' ? query.status : undefined;
+  const sort = query.sort !== undefined && query.sort in SORTS ? query.sort : 'newest';
+  const filter: AffiliateListFilter = { ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
+  return { q, status, sort, order: SORTS[sort]![1], filter, values: { q: q || undefined, status, sort: sort === 'newest' ? undefined : sort } };
 }
 
 function createFields(values: FormValues, errors: FormErrors, defaultRate: number): SafeHtml {
@@ -116,10 +142,12 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
 
   app.get('/affiliates', async (request, reply) => {
     const { context, base, program } = currentProgram(request);
-    const q = readQuery(request).q?.trim() ?? '';
-    const page = requestedPage(request);
-    const rows = q ? await searchAffiliatePage(db, context, q, page) : await getAffiliatePage(db, context, page);
-    const list = splitPage(rows, page, `${base}/affiliates`, { q });
+    const { q, status, sort, order, filter, values } = readAffiliateList(request);
+    const page = requestedPage(request, order);
+    const [rows, count] = await Promise.all([getAffiliatePage(db, context, page, filter), countAffiliatesMatching(db, context, filter)]);
+    const list = splitPage(rows, page, `${base}/affiliates`, values);
+    const filtered = q !== '' || status !== undefined;
+    const qs = new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined)).toString();
     const queue = await getApprovalQueue(db, context, QUEUE_SHOWN);
     const body = html`
       <div class="page-head"><h1>Affiliates</h1><a class="button" href="${base}/affiliates/new">New affiliate</a></div>
@@ -141,20 +169,38 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
             </table></div>
           </section>`
         : ''}
-      <form class="filters" method="get" action="${base}/affiliates" role="search">
-        ${textField({ label: 'Search', name: 'q', type: 'search', value: q, help: 'The start of an e-mail or name.' }, noErrors)}
-        <button type="submit" class="secondary">Search</button>
-        ${q ? html`<a href="${base}/affiliates">Show all</a>` : ''}
+      <form class="filters" method="get" action="${base}/affiliates" role="search" aria-label="Filter affiliates">
+        ${textField({ label: 'Name or e-mail', name: 'q', type: 'search', value: q }, noErrors)}
+        ${selectField({ label: 'Status', name: 'status', value: status ?? '', options: [['', 'Any'], ['active', 'Active'], ['inactive', 'Inactive']] }, noErrors)}
+        ${selectField({ label: 'Sort by', name: 'sort', value: sort, options: Object.entries(SORTS).map(([value, [label]]) => [value, label]) }, noErrors)}
+        <button type="submit" class="secondary">Apply</button>
+        ${filtered || sort !== 'newest' ? html`<a href="${base}/affiliates">Show all</a>` : ''}
       </form>
+      ${count > 0
+        ? html`<p class="totals"><strong>${formatCount(count)} affiliate${count === 1 ? '' : 's'}</strong>${filtered ? ' match these filters' : ''} · <a href="${base}/affiliates.csv${qs ? `?${qs}` : ''}" download>Download CSV${count > AFFILIATES_CSV_ROWS ? ` (the first ${formatCount(AFFILIATES_CSV_ROWS)})` : ''}</a></p>`
+        : ''}
       ${list.items.length === 0
-        ? html`<div class="empty">${q
-            ? html`<p>No affiliate's e-mail or name starts with “${q}”.</p>`
+        ? html`<div class="empty">${filtered
+            ? html`<p>No affiliate matches these filters.</p>`
             : html`<p><strong>No affiliates yet.</strong></p>
                 <p>Affiliates promote ${program.name} with their own link and earn a commission on the sales they bring.
                 <a href="${base}/affiliates/new">Add the first one</a>, or let your site sign them up with <code>POST /api/v1/affiliates</code>.</p>`}</div>`
         : affiliateRows(list.items, base, program.currency)}
       ${pager(list)}`;
     return sendPage(db, request, reply, { title: 'Affiliates', active: 'affiliates', body, flash: doneFlash(request, DONE) });
+  });
+
+  // The list as CSV (what the filters show, in their order; formula-safe cells).
+  app.get('/affiliates.csv', async (request, reply) => {
+    const { context, program } = currentProgram(request);
+    const { order, filter } = readAffiliateList(request);
+    const rows = await getAffiliatePage(db, context, { limit: AFFILIATES_CSV_ROWS - 1, order }, filter);
+    const money = (minor: number | string) => fromMinorUnits(minor, program.currency).toFixed(minorUnitDigits(program.currency));
+    let csv = csvLine(['id', 'first_name', 'last_name', 'email', 'link', 'status', 'approval', 'commission_rate', 'referrals', 'clicks', 'currency', 'commission_earned', 'payout_email', 'payment_method', 'created_at']);
+    for (const a of rows.slice(0, AFFILIATES_CSV_ROWS)) {
+      csv += csvLine([a.id, a.first_name, a.last_name, a.email, a.link ?? '', a.status, a.approval, a.commission_rate === null ? '' : millionthsToRate(a.commission_rate), Number(a.number_of_referred_users), Number(a.number_of_clicks), program.currency, money(a.total_commission_earned), a.payout_email ?? '', a.payment_method ?? '', toIso(a.created_at)]);
+    }
+    return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="affiliates-${context.clock().toISOString().slice(0, 10)}.csv"`).send(csv);
   });
 
   function newPage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
