@@ -181,7 +181,7 @@ describe('the keyboard', () => {
           const style = getComputedStyle(document.activeElement);
           const channels = (color) => (color.match(/[0-9.]+/g) || []).slice(0, 3).map(Number).map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4));
           const luminance = (color) => { const c = channels(color); return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]; };
-          const ring = luminance(style.outlineColor), page = luminance(getComputedStyle(document.body).backgroundColor);
+          const ring = luminance(style.outlineColor), page = luminance(getComputedStyle(document.documentElement).backgroundColor);
           return { style: style.outlineStyle, contrast: (Math.max(ring, page) + 0.05) / (Math.min(ring, page) + 0.05) };
         })()`)) as { style: string; contrast: number };
         assert.notEqual(ring.style, 'none', `${path}: the focused button shows a focus ring`);
