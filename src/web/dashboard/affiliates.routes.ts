@@ -23,7 +23,7 @@ import { payoutTable } from './payouts.routes.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
 import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
-import { formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
+import { apiBody, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 import { referralTable } from './referrals.routes.ts';
 import { saleTable } from './sales.routes.ts';
 
@@ -116,9 +116,7 @@ function createBodyOf(form: FormValues): CreateAffiliateBody {
     payoutEmail: optionalText(form.payoutEmail),
     paymentMethod: optionalText(form.paymentMethod),
   };
-  const defined = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
-  assertValidBody(CreateAffiliateBody, defined);
-  return defined;
+  return apiBody(CreateAffiliateBody, body);
 }
 
 /** The edit form as UpdateAffiliateBody, checked against its schema (as the API's route does). */

@@ -16,6 +16,7 @@ import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatAmount, formatTime, statusBadge } from './format.ts';
 import {
+  apiBody,
   checkboxField,
   formErrorsOf,
   noErrors,
@@ -115,9 +116,7 @@ function couponBodyOf(form: FormValues): CreateCouponBody {
     redeemBy: optionalUtcDateTime(form.redeemBy),
     externalId: optionalText(form.externalId),
   };
-  const defined = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
-  assertValidBody(CreateCouponBody, defined);
-  return defined;
+  return apiBody(CreateCouponBody, body);
 }
 
 export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
@@ -227,17 +226,14 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
     const form = readForm(request);
     try {
       const affiliateId = await affiliateIdOfEmail(db, context, form.affiliateEmail);
-      const body = Object.fromEntries(
-        Object.entries({
+      const body = apiBody(CreatePromotionalCodeBody, {
           couponId,
           code: optionalText(form.code),
           affiliateId: affiliateId ?? undefined,
           expiresAt: optionalUtcDateTime(form.expiresAt),
           maxRedemptions: optionalNumber(form.maxRedemptions),
           firstTimeOrder: form.firstTimeOrder === 'on',
-        }).filter(([, v]) => v !== undefined),
-      );
-      assertValidBody(CreatePromotionalCodeBody, body);
+      });
       await createPromotionalCode(db, context, body);
       return redirectDone(reply, `${base}/coupons`, 'code-created');
     } catch (error) {

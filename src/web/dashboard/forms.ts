@@ -1,3 +1,5 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import { assertValidBody } from '../../http/validation.ts';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -168,4 +170,14 @@ export function checkboxField(o: ControlOptions & { checked: boolean }, errors: 
     <div class="check"><input type="checkbox" id="${id}" name="${o.name}" value="on"${o.checked ? html` checked` : ''}${describedBy(id, o.help, error)}> <label for="${id}">${o.label}</label></div>
     ${notes(id, o.help, error)}
   </div>`;
+}
+
+/**
+ * A form's fields as an API body: fields the form left empty (undefined) are left out, then the
+ * API's schema checks the rest, so the form gets the API's errors, beside its fields.
+ */
+export function apiBody<T extends TSchema>(schema: T, fields: Record<string, unknown>): Static<T> {
+  const body = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
+  assertValidBody(schema, body);
+  return body;
 }

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
-import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
 import type { ReferralFilter, ReferralRow } from '../../modules/referrals/referral.repository.ts';
 import { CreateReferralBody } from '../../modules/referrals/referral.schema.ts';
@@ -9,7 +8,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatCount, formatTime, statusBadge } from './format.ts';
-import { errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 
 // Referred customers on the dashboard: the list with search, filters and its count, and
@@ -109,8 +108,7 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
     const { context, base } = currentProgram(request);
     const form = readForm(request);
     try {
-      const body = Object.fromEntries(
-        Object.entries({
+      const body = apiBody(CreateReferralBody, {
           name: form.name ?? '',
           email: form.email ?? '',
           referredUserExternalId: form.referredUserExternalId ?? '',
@@ -118,9 +116,7 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
           affiliateEmail: optionalText(form.affiliateEmail),
           promoCode: optionalText(form.promoCode),
           plan: optionalText(form.plan),
-        }).filter(([, v]) => v !== undefined),
-      );
-      assertValidBody(CreateReferralBody, body);
+      });
       await createReferral(db, context, body);
       return redirectDone(reply, `${base}/referrals`, 'recorded');
     } catch (error) {

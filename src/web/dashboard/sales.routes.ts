@@ -16,7 +16,7 @@ import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatCount, formatMinor, formatRate, formatTime } from './format.ts';
-import { errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 
 // Sales on the dashboard (issue 21 item 1): the list with search, filters, sorting, totals and
@@ -226,8 +226,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
     const { context, base } = currentProgram(request);
     const form = readForm(request);
     try {
-      const body = Object.fromEntries(
-        Object.entries({
+      const body = apiBody(CreateSaleBody, {
           totalEarned: optionalNumber(form.totalEarned) ?? '',
           email: optionalText(form.email),
           referralId: optionalText(form.referralId),
@@ -235,9 +234,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
           externalInvoiceId: optionalText(form.externalInvoiceId),
           promoCode: optionalText(form.promoCode),
           commissionRate: optionalNumber(form.commissionRate),
-        }).filter(([, v]) => v !== undefined),
-      );
-      assertValidBody(CreateSaleBody, body);
+      });
       const sale = await createSale(db, context, body);
       return redirectDone(reply, `${base}/sales/${sale.id}`, 'recorded');
     } catch (error) {
