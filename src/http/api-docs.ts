@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from '../config.ts';
 import { isProblemResponse, problemResponses, type ProblemCode } from './problem-responses.ts';
+import { API_EXAMPLES } from './api-examples.ts';
 
 // The OpenAPI 3.1 document is generated from the route schemas (served at
 // /api/v1/openapi.json); /docs renders it with Swagger UI from npm-installed assets.
@@ -81,8 +82,14 @@ export function standardProblemCodes(method: string, url: string, schema: Fastif
   return codes;
 }
 
+interface MediaType {
+  example?: unknown;
+  examples?: Record<string, { summary: string; value: unknown }>;
+}
 interface Operation {
   parameters?: Record<string, unknown>[];
+  requestBody?: { content: Record<string, MediaType> };
+  responses: Record<string, { content?: Record<string, MediaType> }>;
 }
 
 const IDEMPOTENCY_KEY = {
@@ -94,12 +101,23 @@ const IDEMPOTENCY_KEY = {
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 
-/** The last touch of the generated document: the Idempotency-Key header on every API write. */
+/**
+ * The last touches of the generated document: the examples of api-examples.ts on each
+ * operation's body and success answer, and the Idempotency-Key header on every API write.
+ */
 function finishDocument(document: { paths?: Record<string, Record<string, Operation>> }): void {
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
       const name = method.toUpperCase();
       if (path.startsWith('/api/v1/') && (name === 'POST' || name === 'PUT')) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
+      const examples = API_EXAMPLES[`${name} ${path}`];
+      if (!examples) continue;
+      for (const media of Object.values(operation.requestBody?.content ?? {})) if (examples.request !== undefined) media.example = examples.request;
+      const success = Object.keys(operation.responses).find((status) => status.startsWith('2'));
+      for (const media of Object.values((success && operation.responses[success]!.content) || {})) {
+        if (examples.named) media.examples = examples.named;
+        else if (examples.response !== undefined) media.example = examples.response;
+      }
     }
   }
 }

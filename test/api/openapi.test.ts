@@ -2,14 +2,17 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { servedRoutes, toOpenApiPath } from '../helpers/route-tree.ts';
 
 // The API reference (GET /api/v1/openapi.json, rendered at /docs): only the API, grouped by
-// resource, public routes without a padlock, every error a documented problem body, and servers
-// that point wherever the document was fetched from.
+// resource, public routes without a padlock, every error a documented problem body, examples
+// that match their schemas, and servers that point wherever the document was fetched from.
 // The statuses the server really answers (a sample of each kind) are the documented ones.
 
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 const PROBLEM_TYPE = 'application/problem+json';
 const SITE_URL = 'https://affiliates.example.net';
@@ -171,6 +174,40 @@ describe('the OpenAPI document', () => {
     for (const code of ['validation_failed', 'affiliate_inactive', 'promo_code_exhausted', 'idempotency_key_reused']) assert.ok(sale['422']?.content?.[PROBLEM_TYPE]?.examples?.[code], `POST /sales 422 ${code}`);
     const click = doc.paths['/api/track/click']!.post!.responses;
     assert.deepEqual(Object.keys(click).sort(), ['200', '400', '403', '404', '413', '422', '429', '500', ...(postgres ? ['503'] : [])]);
+  });
+
+  it('has examples on every body and success answer of the API, each valid against its schema', () => {
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addFormat('status', /^(active|inactive)$/i);
+    const check = (what: string, schema: Record<string, unknown> | undefined, value: unknown) => {
+      assert.ok(schema, `${what} has a schema`);
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      assert.ok(validate(value), `${what}: ${ajv.errorsText(validate.errors)}`);
+    };
+    let checked = 0;
+    for (const [name, operation] of operations(doc)) {
+      const main = name.startsWith('GET ') || name.startsWith('POST ') || name.startsWith('PUT ');
+      for (const [type, media] of Object.entries(operation.requestBody?.content ?? {})) {
+        if (main) assert.ok(media.example !== undefined, `${name} ${type} body has an example`);
+        if (media.example !== undefined && type !== 'application/x-www-form-urlencoded') check(`${name} body`, media.schema, media.example);
+      }
+      for (const [status, response] of Object.entries(operation.responses)) {
+        for (const [type, media] of Object.entries(response.content ?? {})) {
+          const values = media.examples ? Object.values(media.examples).map((e) => e.value) : media.example !== undefined ? [media.example] : [];
+          if (main && status.startsWith('2')) assert.ok(values.length > 0, `${name} ${status} has an example`);
+          for (const value of values) {
+            check(`${name} ${status} ${type}`, media.schema, value);
+            checked++;
+          }
+        }
+      }
+    }
+    // The examples follow the contract's money format: major units, at most the currency's decimals.
+    const sale = doc.paths['/api/v1/sales']!.post!;
+    assert.deepEqual(sale.requestBody!.content['application/json']!.example, { email: 'sam.lee@example.org', totalEarned: 49.99, externalInvoiceId: 'in_1QxLm2Ab3cD4eF5g' });
+    assert.equal((sale.responses['201']!.content!['application/json']!.example as { commission: number }).commission, 12.5);
+    assert.ok(checked > 250, `checked ${checked} examples`);
   });
 
   it('names no server but the one it was fetched from (relative), whatever SITE_URL says', () => {
