@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from '../config.ts';
 import { isProblemResponse, problemResponses, type ProblemCode } from './problem-responses.ts';
 import { API_EXAMPLES } from './api-examples.ts';
+import { DOCS_SCRIPT, DOCS_STYLESHEET } from './api-docs-theme.ts';
 
 // The OpenAPI 3.1 document is generated from the route schemas (served at
 // /api/v1/openapi.json); /docs renders it with Swagger UI from npm-installed assets.
@@ -51,6 +52,21 @@ export function isDocumentedUrl(url: string): boolean {
 export function isPublicApiUrl(url: string): boolean {
   return isDocumentedUrl(url) && !url.startsWith('/api/v1/');
 }
+
+/** The Content-Security-Policy of /docs and its assets. */
+export const DOCS_CSP = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "connect-src 'self'",
+  "font-src 'self' data:",
+  "form-action 'self'",
+  "frame-ancestors 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "script-src 'self'",
+  "script-src-attr 'none'",
+  "style-src 'self'",
+].join('; ');
 
 /** Methods whose body Fastify reads (so it can be malformed or too large). */
 const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -156,6 +172,29 @@ export async function registerApiDocs(app: FastifyInstance, config: Config): Pro
       return document.openapiObject;
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { docExpansion: 'list', deepLinking: true } });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // Everything the page loads is its own (scripts, styles, the favicon, the spec, "Try it
+    // out"), so the policy names nothing else: no https: wildcard for styles and fonts, no
+    // validator.swagger.io image, and no upgrade-insecure-requests, which would send a page
+    // reached over plain http (a LAN address) to https for its own scripts and calls.
+    staticCSP: DOCS_CSP,
+    theme: {
+      title: 'Tandem API reference',
+      css: [{ filename: 'tandem.css', content: DOCS_STYLESHEET }],
+      js: [{ filename: 'tandem.js', content: DOCS_SCRIPT }],
+    },
+    uiConfig: {
+      // BaseLayout: no top bar, whose URL box, logo and theme toggle the reference has no use
+      // for (and whose logo is an SVG with an inline <style>, refused by the policy).
+      layout: 'BaseLayout',
+      docExpansion: 'list',
+      // Deep links put a link inside each operation's toggle button (nested-interactive).
+      deepLinking: false,
+      tryItOutEnabled: false,
+      persistAuthorization: false,
+      displayRequestDuration: true,
+    },
+  });
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

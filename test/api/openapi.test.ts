@@ -216,6 +216,25 @@ describe('the OpenAPI document', () => {
   });
 });
 
+describe('the /docs page', () => {
+  it("allows only its own origin, and does not send a page reached over http to https (upgrade-insecure-requests)", async () => {
+    for (const path of ['/docs', '/docs/static/swagger-ui-bundle.js', '/docs/static/theme/tandem.css', '/docs/static/theme/tandem.js', '/docs/json']) {
+      const res = await fetch(`${t.url}${path}`);
+      assert.equal(res.status, 200, path);
+      const policy = res.headers.get('content-security-policy') ?? '';
+      const directives = new Map(policy.split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...sources]) => [name!, sources]));
+      assert.ok(!directives.has('upgrade-insecure-requests'), `${path}: ${policy}`);
+      for (const [name, sources] of directives) {
+        for (const source of sources) assert.match(source, /^('self'|'none'|data:)$/, `${path}: ${name} allows only the page's own origin (${policy})`);
+      }
+      for (const name of ['default-src', 'script-src', 'style-src', 'connect-src', 'img-src']) assert.ok(directives.has(name), `${path}: ${name} is set`);
+    }
+    const html = await (await fetch(`${t.url}/docs`)).text();
+    assert.match(html, /<title>Tandem API reference<\/title>/);
+    assert.doesNotMatch(html, /<script(?![^>]*\bsrc=)[^>]*>|<style|\sstyle=/i, 'no inline script or style');
+  });
+});
+
 describe('the documented statuses are the answered ones', () => {
   /** The answer's status is documented for the operation, with the answer's content type. */
   async function assertDocumented(operation: string, res: Response, status: number): Promise<void> {
