@@ -4,8 +4,8 @@
 
 /**
  * Colours with at least 4.5:1 contrast where Swagger UI's fall short (white on its light method
- * colours, its green Authorize, grey badges, light-blue links), and code blocks that wrap
- * instead of scrolling sideways on a phone (a scrolling block would need a keyboard stop).
+ * colours, its green Authorize, grey badges, light-blue links, its code theme's numbers), code
+ * blocks that wrap, and a phone's width without sideways scrolling.
  */
 export const DOCS_STYLESHEET = `
 .swagger-ui .opblock.opblock-get .opblock-summary-method { background: #0f6ab4; }
@@ -28,12 +28,17 @@ export const DOCS_STYLESHEET = `
 .swagger-ui .btn.try-out__btn.cancel { color: #c62828; border-color: #c62828; }
 .swagger-ui .btn.execute, .swagger-ui .btn.execute:hover { background-color: #0f6ab4; border-color: #0f6ab4; transition: none; }
 .swagger-ui .download-contents { background: #5c6370; }
+.swagger-ui .json-schema-2020-12__constraint--string { background-color: #8a5a00; }
+.swagger-ui .json-schema-2020-12__attribute--muted { color: #6b6b6b; }
+.swagger-ui .json-schema-2020-12__attribute--warning { color: #c62828; }
 /* The code theme's numbers (#d36363) and comments (#888) on its #333: lighter shades. */
 .swagger-ui .microlight span[style*="rgb(211, 99, 99)"] { color: #f08d8d !important; }
 .swagger-ui .microlight span[style*="rgb(136, 136, 136)"] { color: #aaa !important; }
 /* A phone's width: the responses table drops its links column (this API has no links). */
 @media (max-width: 600px) {
   .swagger-ui .response-col_links { display: none; }
+  /* Long words (error codes, field names) break rather than widen the responses table. */
+  .swagger-ui .renderedMarkdown code, .swagger-ui .response-controls select { overflow-wrap: anywhere; max-width: 100%; }
   /* A resource's description under its name, not squeezed beside it. */
   .swagger-ui .opblock-tag { flex-wrap: wrap; }
   .swagger-ui .opblock-tag small { order: 2; flex-basis: 100%; padding: 0 0 10px; }
@@ -41,9 +46,10 @@ export const DOCS_STYLESHEET = `
 `;
 
 /**
- * Names for Swagger UI's unnamed controls (icon buttons, selects without a label) and an
- * accessible name that contains the visible text, applied to whatever it renders, when it
- * renders it. A name it already gave is left alone.
+ * Applied to whatever Swagger UI renders, when it renders it: names for its unnamed controls
+ * (icon buttons, selects and the body editor without a label; a name it gave is left alone),
+ * Logout's name containing its text, the authorization dialog announced as a dialog, headings
+ * in order under the title, code blocks reachable from the keyboard, and a main landmark.
  */
 export const DOCS_SCRIPT = `(() => {
   'use strict';
@@ -53,13 +59,17 @@ export const DOCS_SCRIPT = `(() => {
     ['select.content-type', 'Media type'],
     ['.copy-to-clipboard button', 'Copy to clipboard'],
     ['button.close-modal', 'Close the dialog'],
+    ['textarea.body-param__text', 'Request body'],
+    ['button.json-schema-2020-12-accordion', 'Show or hide the schema'],
   ];
+  const FIELDS = ['SELECT', 'TEXTAREA', 'INPUT'];
   function label(root) {
     for (const [selector, name] of NAMES) {
       for (const element of root.querySelectorAll(selector)) {
         if (element.hasAttribute('aria-label')) continue;
-        // A select's own text is its options'; a label wrapping it may hold nothing else.
-        const named = element.tagName === 'SELECT'
+        // A field is named by its labels (a select's own text is its options', which a label
+        // wrapping it holds too); a button by its text.
+        const named = FIELDS.includes(element.tagName)
           ? [...element.labels].some((l) => l.textContent.replace(element.textContent, '').trim())
           : element.textContent.trim();
         if (!named) element.setAttribute('aria-label', name);
@@ -77,11 +87,15 @@ export const DOCS_SCRIPT = `(() => {
     for (const input of root.querySelectorAll('input[aria-label][id]')) {
       if (input.getAttribute('aria-label') === input.id && [...input.labels].some((l) => l.textContent.trim())) input.removeAttribute('aria-label');
     }
+    // Swagger UI's headings go from its title (h1) to h3: one level up each, in order.
+    for (const heading of root.querySelectorAll('#swagger-ui :is(h3, h4, h5, h6):not([aria-level])')) heading.setAttribute('aria-level', String(Number(heading.tagName[1]) - 1));
     // A code block that scrolls must be reachable from the keyboard.
     for (const block of root.querySelectorAll('pre.microlight, pre.curl')) if (!block.hasAttribute('tabindex')) block.setAttribute('tabindex', '0');
     // "Logout" is announced as "Remove authorization": the name must contain what is shown.
     for (const button of root.querySelectorAll('button[aria-label="Remove authorization"]')) button.setAttribute('aria-label', button.textContent.trim() + ': remove authorization');
   }
+  // The whole page is the reference: its main landmark.
+  document.getElementById('swagger-ui')?.setAttribute('role', 'main');
   const observer = new MutationObserver(() => label(document));
   observer.observe(document.documentElement, { childList: true, subtree: true });
   label(document);

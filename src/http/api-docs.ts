@@ -105,8 +105,11 @@ interface MediaType {
 interface Operation {
   parameters?: Record<string, unknown>[];
   requestBody?: { content: Record<string, MediaType> };
-  responses: Record<string, { content?: Record<string, MediaType> }>;
+  responses: Record<string, { description?: string; content?: Record<string, MediaType> }>;
 }
+
+/** What a success answer is called when its schema has no description of its own. */
+const SUCCESS = { '200': 'OK', '201': 'Created' } as Record<string, string>;
 
 const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
@@ -119,13 +122,17 @@ const IDEMPOTENCY_KEY = {
 
 /**
  * The last touches of the generated document: the examples of api-examples.ts on each
- * operation's body and success answer, and the Idempotency-Key header on every API write.
+ * operation's body and success answer, success answers named, and the Idempotency-Key header
+ * on every API write.
  */
 function finishDocument(document: { paths?: Record<string, Record<string, Operation>> }): void {
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
       const name = method.toUpperCase();
       if (path.startsWith('/api/v1/') && (name === 'POST' || name === 'PUT')) operation.parameters = [...(operation.parameters ?? []), IDEMPOTENCY_KEY];
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (response.description === 'Default Response' && SUCCESS[status]) response.description = SUCCESS[status];
+      }
       const examples = API_EXAMPLES[`${name} ${path}`];
       if (!examples) continue;
       for (const media of Object.values(operation.requestBody?.content ?? {})) if (examples.request !== undefined) media.example = examples.request;

@@ -11,7 +11,8 @@ import { launchChromium, newContext } from '../helpers/browser.ts';
 // inline script or style), "Authorize" with a real API key and "Try it out" → "Execute" on
 // GET /api/v1/affiliates answers 200 from the address the page was loaded from (SITE_URL names
 // another host), and axe-core (WCAG 2.1 AA) finds no serious or critical violation, with the
-// list shown, the authorization dialog open and the answer shown, nor any sideways scroll.
+// list shown, the authorization dialog open, the answer shown and a write's body editor and
+// schema open, nor any sideways scroll.
 // axe is evaluated through the DevTools protocol, which the page's policy does not govern.
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -102,6 +103,17 @@ describe('the API reference at /docs in Chromium', () => {
         assert.equal((await status.innerText()).trim(), '200');
         assert.match(await operation.locator('.live-responses-table tbody .response-col_description').first().innerText(), /jane\.doe@example\.com/);
         problems.push(...(await axeProblems(page, 'the answer')));
+
+        // A write: its body editor, and its schema.
+        const write = page.locator('#operations-Sales-post_api_v1_sales');
+        await write.locator('button.opblock-summary-control').click();
+        await write.getByRole('tab', { name: 'Schema' }).first().click();
+        await write.locator('.json-schema-2020-12').first().waitFor();
+        problems.push(...(await axeProblems(page, "a write's schema")));
+        await write.getByRole('button', { name: 'Try it out' }).click();
+        await write.getByRole('tab', { name: 'Edit Value' }).click();
+        assert.match(await write.getByRole('textbox', { name: 'Request body' }).inputValue(), /"totalEarned": 49\.99/);
+        problems.push(...(await axeProblems(page, "a write's body editor")));
 
         assert.deepEqual(await cspViolations(), [], 'no Content-Security-Policy violation');
         assert.deepEqual(errors, [], 'no console error, failed request or error status');
