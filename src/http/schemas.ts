@@ -1,4 +1,5 @@
 import { Type, type TSchema, type Static, type TUnsafe } from '@sinclair/typebox';
+import { problemResponses, type ProblemCode } from './problem-responses.ts';
 
 // Schema building blocks shared by every route. The same schemas validate input,
 // serialise output and generate the OpenAPI document.
@@ -42,13 +43,13 @@ export const ProblemSchema = Type.Object(
   { $id: 'Problem', description: 'RFC 9457 problem details' },
 );
 
-const problemRef = Type.Ref('Problem');
-
-/** Error responses every authenticated API route may return. */
-export function errorResponses(...statuses: number[]) {
-  const out: Record<number, typeof problemRef> = {};
-  for (const s of [400, 401, 413, 422, 429, 500, ...statuses]) out[s] = problemRef;
-  return out;
+/**
+ * The error responses particular to a route, by the codes it can raise: `errorResponses('not_found',
+ * ['conflict', 'the link string is taken'])`. Those every API route can return (401, 422, 429, 500 …)
+ * are added to the document by api-docs.ts.
+ */
+export function errorResponses(...codes: ProblemCode[]) {
+  return problemResponses(codes);
 }
 
 export const ListQuery = {

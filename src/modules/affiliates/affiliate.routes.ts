@@ -19,9 +19,10 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: 'Create an affiliate (with its own link)',
+        summary: 'Create an affiliate',
+        description: 'Creates an affiliate with its own link (`affiliateLink`, or generated), approved and active unless `status` says otherwise.',
         body: CreateAffiliateBody,
-        response: { 201: AffiliateSchema, ...errorResponses(409) },
+        response: { 201: AffiliateSchema, ...errorResponses(['conflict', 'an affiliate with this e-mail, or this link string, already exists in the program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await createAffiliate(db, request.auth.program, request.body)),
@@ -32,9 +33,10 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: 'List affiliates, or fetch one by id or e-mail',
+        summary: 'List affiliates, or get one',
+        description: 'With `id` or `email`: that one affiliate, or 404. Otherwise a list, newest first (`limit`, `cursor` from the `Link: rel="next"` header, `createdAfter`).',
         querystring: AffiliatesQuery,
-        response: { 200: affiliates.schema, ...errorResponses(404) },
+        response: { 200: affiliates.schema, ...errorResponses('not_found') },
       },
     },
     async (request, reply) => {
@@ -52,10 +54,11 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: 'Change an affiliate found by id or affiliateId (in the body or the query): names, email, own link, rate, payout e-mail, status ("ACTIVE"/"INACTIVE" too)',
+        summary: 'Change an affiliate',
+        description: 'The affiliate is found by `id` or `affiliateId`, in the body or the query. Changes names, `email`, its own link (`affiliateLink`), `commissionRate`, `payoutEmail`, `paymentMethod`, `status` (`"ACTIVE"`/`"INACTIVE"` too, or `affiliateStatus`) or a portal sign-up\'s `approval`; absent fields stay as they are.',
         querystring: UpdateAffiliateTarget,
         body: ApiUpdateAffiliateBody,
-        response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
+        response: { 200: AffiliateSchema, ...errorResponses('not_found', ['conflict', 'another affiliate has this e-mail, or the link string is taken']) },
       },
       preValidation: targetFromQuery(UpdateAffiliateTarget),
     },
@@ -67,9 +70,10 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: 'Delete an affiliate (id or affiliateId in the query or a JSON body); one with referrals, sales or codes needs force=true',
+        summary: 'Delete an affiliate',
+        description: 'The affiliate by `id` or `affiliateId`, in the query or a JSON body; 200 with the affiliate as it was. One with referrals, sales or promotional codes needs `force=true` (its referrals and sales are deleted, its codes unassigned).',
         querystring: DeleteAffiliateTarget,
-        response: { 200: AffiliateSchema, ...errorResponses(404, 409) },
+        response: { 200: AffiliateSchema, ...errorResponses('not_found', 'has_dependents') },
       },
     },
     async (request) => {

@@ -15,9 +15,10 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Links'],
-        summary: 'Create an affiliate link (generated when `link` is absent)',
+        summary: 'Create a link',
+        description: 'A new link for an affiliate (by `affiliateId` or `affiliateEmail`); the string is generated when `link` is absent.',
         body: CreateLinkBody,
-        response: { 201: AffiliateLinkSchema, ...errorResponses(404, 409) },
+        response: { 201: AffiliateLinkSchema, ...errorResponses('not_found', ['conflict', 'the link string is already used in this program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await createLink(db, request.auth.program, request.body)),
@@ -28,10 +29,11 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Links'],
-        summary: 'Change the string of a link found by id or current link (in the body or the query)',
+        summary: 'Change a link\'s string',
+        description: 'The link is found by `id` or its current `link`, in the body or the query.',
         querystring: UpdateLinkTarget,
         body: UpdateLinkBody,
-        response: { 200: AffiliateLinkSchema, ...errorResponses(404, 409) },
+        response: { 200: AffiliateLinkSchema, ...errorResponses('not_found', ['conflict', 'the new link string is already used in this program']) },
       },
       preValidation: targetFromQuery(UpdateLinkTarget),
     },
@@ -43,9 +45,10 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Links'],
-        summary: 'List links (newest first), or fetch one by id or link',
+        summary: 'List links, or get one',
+        description: 'With `id` or `link`: that one link, or 404. Otherwise a list, newest first, filtered by `affiliateId` or `affiliateEmail`.',
         querystring: LinksQuery,
-        response: { 200: links.schema, ...errorResponses(404) },
+        response: { 200: links.schema, ...errorResponses('not_found') },
       },
     },
     async (request, reply) => {
@@ -64,9 +67,10 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
     {
       schema: {
         tags: ['Links'],
-        summary: "Delete a link by id or link (query or JSON body); not the affiliate's own link; force=true when referrals or sales use it",
+        summary: 'Delete a link',
+        description: "The link by `id` or `link`, in the query or a JSON body; never the affiliate's own link. One that referrals or sales came through needs `force=true`.",
         querystring: DeleteLinkTarget,
-        response: { 200: AffiliateLinkSchema, ...errorResponses(404, 409) },
+        response: { 200: AffiliateLinkSchema, ...errorResponses('not_found', ['conflict', "it is the affiliate's own link: rename it, or delete the affiliate"], 'has_dependents') },
       },
     },
     async (request) => deleteLink(db, request.auth.program, deleteTarget(DeleteLinkTarget, request)),

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { notFound } from '../../domain/errors.ts';
-import { DateTime, errorResponses, ListQuery, Nullable } from '../../http/schemas.ts';
+import { DateTime, errorResponses, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { getProgram, toProgramContext } from '../programs/program.service.ts';
 import { getBillingEventPage, receiveStripeEvent, serializeBillingEvent } from './stripe.service.ts';
@@ -30,7 +30,8 @@ export const billingEventRoutes: FastifyPluginAsyncTypebox<AppServices> = async 
     {
       schema: {
         tags: ['Billing'],
-        summary: 'Events received from Stripe, newest first, each with its outcome (recorded, waiting, ignored) and why',
+        summary: 'List billing events',
+        description: 'Every verified event received from Stripe, newest first, with its outcome (`recorded`, `waiting`, `ignored`), the reason, and the referral or sale it made.',
         querystring: Type.Object({ ...ListQuery }),
         response: { 200: Type.Array(BillingEventSchema), ...errorResponses() },
       },
@@ -44,12 +45,52 @@ export const billingEventRoutes: FastifyPluginAsyncTypebox<AppServices> = async 
 };
 
 /**
+ * The reference of Stripe's endpoint (docs only: the route reads the raw body for the signature,
+ * so a body schema would break it).
+ */
+const STRIPE_WEBHOOK_DOCS = {
+  tags: ['Billing'],
+  summary: "Receive a Stripe event (Stripe's webhook endpoint)",
+  description:
+    "Where a Stripe webhook endpoint of the program posts its events (docs/stripe.md). No bearer token: the `Stripe-Signature` header, checked against the program's signing secret with a 5-minute tolerance, is the credential. Checkout sessions and customers with a referral become referrals, paid invoices sales, refunds refunds. An event id is processed once: a redelivery answers 200 with `duplicate: true` and records nothing.",
+  params: Type.Object({ programId: Uuid }),
+  headers: Type.Object({ 'stripe-signature': Type.String({ description: 'Stripe\'s signature of the raw body (`t=…,v1=…`)' }) }),
+  body: Type.Object(
+    { id: Type.String({ description: 'evt_…' }), type: Type.String(), data: Type.Object({ object: Type.Object({}) }) },
+    {
+      description: 'A Stripe event, exactly as Stripe sends it (the signature covers the raw bytes).',
+      examples: [
+        {
+          id: 'evt_1QxLm2Ab3cD4eF5gH6iJ7kL8',
+          object: 'event',
+          api_version: '2025-03-31.basil',
+          created: 1764062402,
+          type: 'invoice.paid',
+          data: { object: { id: 'in_1QxLm2Ab3cD4eF5g', object: 'invoice', customer: 'cus_RkT9wQ2mZ8aB1c', currency: 'usd', amount_paid: 4999, status_transitions: { paid_at: 1764062400 } } },
+        },
+      ],
+    },
+  ),
+  response: {
+    200: Type.Object(
+      { received: Type.Boolean(), duplicate: Type.Boolean({ description: 'the event id was already processed: nothing new was recorded' }) },
+      { description: 'The event was verified and handled (or ignored, with the reason kept: GET /api/v1/billing-events).', examples: [{ received: true, duplicate: false }] },
+    ),
+    ...errorResponses(
+      ['bad_request', "the `Stripe-Signature` header is missing, or does not match the program's signing secret within 5 minutes; or Stripe is not connected to the program. Nothing is recorded"],
+      ['not_found', 'no program with this id'],
+      'payload_too_large',
+    ),
+  },
+};
+
+/**
  * Stripe's webhook endpoint: no bearer token (the Stripe-Signature header is the credential),
  * the raw body kept for the signature check.
  */
 export const stripeWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock }) => {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-  app.post('/api/billing/stripe/:programId', async (request, reply) => {
+  app.post('/api/billing/stripe/:programId', { config: { docs: STRIPE_WEBHOOK_DOCS } }, async (request, reply) => {
     const { programId } = request.params as { programId: string };
     if (!isUuid(programId)) throw notFound('Program');
     const program = toProgramContext(await getProgram(db, programId.toLowerCase()), clock);

@@ -17,9 +17,10 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Coupons'],
-        summary: 'Create a coupon (a discount definition)',
+        summary: 'Create a coupon',
+        description: 'A discount definition (percent or amount off, once, repeating or forever) that promotional codes redeem.',
         body: CreateCouponBody,
-        response: { 201: CouponSchema, ...errorResponses(409) },
+        response: { 201: CouponSchema, ...errorResponses(['conflict', 'a coupon with this externalId already exists in the program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await createCoupon(db, request.auth.program, request.body)),
@@ -30,9 +31,10 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Coupons'],
-        summary: 'List coupons (each with its codes), or fetch one by id or externalId',
+        summary: 'List coupons, or get one',
+        description: 'With `id` or `externalId`: that one coupon, or 404. Otherwise a list, newest first, filtered by `name`. Each coupon comes with its promotional codes.',
         querystring: CouponsQuery,
-        response: { 200: coupons.schema, ...errorResponses(404) },
+        response: { 200: coupons.schema, ...errorResponses('not_found') },
       },
     },
     async (request, reply) => {
@@ -50,10 +52,11 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Coupons'],
-        summary: 'Update a coupon found by id (or couponId, in the body or the query); its discount terms cannot change',
+        summary: 'Change a coupon',
+        description: 'The coupon is found by `id` (or `couponId`), in the body or the query. Its discount terms cannot change.',
         querystring: UpdateCouponTarget,
         body: UpdateCouponBody,
-        response: { 200: CouponSchema, ...errorResponses(404, 409) },
+        response: { 200: CouponSchema, ...errorResponses('not_found', ['conflict', 'another coupon has this externalId']) },
       },
       preValidation: targetFromQuery(UpdateCouponTarget),
     },
@@ -66,9 +69,10 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Coupons'],
-        summary: 'Delete a coupon and its promotional codes by id (query or JSON body); force=true when a code was redeemed',
+        summary: 'Delete a coupon',
+        description: 'The coupon by `id` (or `couponId`), in the query or a JSON body, with its promotional codes; `force=true` when one of them was redeemed.',
         querystring: DeleteCouponTarget,
-        response: { 200: CouponSchema, ...errorResponses(404, 409) },
+        response: { 200: CouponSchema, ...errorResponses('not_found', 'has_dependents') },
       },
     },
     async (request) => {

@@ -32,9 +32,10 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'Create a promotional code on a coupon (generated when `code` is absent)',
+        summary: 'Create a promotional code',
+        description: 'A code on a coupon, assigned to the affiliate it credits (`affiliateId` or `affiliateEmail`), with optional restrictions; the string is generated when `code` is absent.',
         body: CreatePromotionalCodeBody,
-        response: { 201: PromotionalCodeSchema, ...errorResponses(404, 409) },
+        response: { 201: PromotionalCodeSchema, ...errorResponses(['not_found', 'no such coupon or affiliate in the program'], ['conflict', 'the code string (ignoring case), or its externalId, is already used in the program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await createPromotionalCode(db, request.auth.program, request.body)),
@@ -45,9 +46,10 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'List promotional codes, or fetch one by id, code or externalId',
+        summary: 'List promotional codes, or get one',
+        description: 'With `id`, `code` (ignoring case) or `externalId`: that one code, or 404. Otherwise a list, newest first, filtered by `couponId`, `affiliateId` or `affiliateEmail`.',
         querystring: PromotionalCodesQuery,
-        response: { 200: codes.schema, ...errorResponses(404) },
+        response: { 200: codes.schema, ...errorResponses('not_found') },
       },
     },
     async (request, reply) => {
@@ -68,10 +70,11 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'Update a promotional code found by promotionalCodeId (in the body or the query); its coupon cannot change',
+        summary: 'Change a promotional code',
+        description: 'The code is found by `promotionalCodeId`, in the body or the query (`code` in the body is the new string). Its coupon cannot change.',
         querystring: UpdatePromotionalCodeTarget,
         body: UpdatePromotionalCodeBody,
-        response: { 200: PromotionalCodeSchema, ...errorResponses(404, 409) },
+        response: { 200: PromotionalCodeSchema, ...errorResponses('not_found', ['conflict', 'the new code string, or the externalId, is already used in the program']) },
       },
       preValidation: targetFromQuery(UpdatePromotionalCodeTarget),
     },
@@ -83,9 +86,10 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'Generate 1 to 1000 codes on a coupon (prefix + random part), with the same restrictions',
+        summary: 'Generate promotional codes',
+        description: '1 to 1000 codes on a coupon, each `prefix` + a random part, all with the same assignment and restrictions; 201 with the array.',
         body: BulkCreatePromotionalCodesBody,
-        response: { 201: Type.Array(PromotionalCodeSchema), ...errorResponses(404) },
+        response: { 201: Type.Array(PromotionalCodeSchema), ...errorResponses(['not_found', 'no such coupon or affiliate in the program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await bulkCreatePromotionalCodes(db, request.auth.program, request.body)),
@@ -96,9 +100,10 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
     {
       schema: {
         tags: ['Promotional codes'],
-        summary: 'Delete a promotional code by id or code (query or JSON body); force=true when it was redeemed',
+        summary: 'Delete a promotional code',
+        description: 'The code by `id` (or `promotionalCodeId`) or `code`, in the query or a JSON body; `force=true` when it was redeemed.',
         querystring: DeletePromotionalCodeTarget,
-        response: { 200: PromotionalCodeSchema, ...errorResponses(404, 409) },
+        response: { 200: PromotionalCodeSchema, ...errorResponses('not_found', 'has_dependents') },
       },
     },
     async (request) => {

@@ -21,7 +21,8 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, {
     {
       schema: {
         tags: ['Events'],
-        summary: 'Events after a sequence number, oldest first (polling)',
+        summary: 'Poll events',
+        description: 'Events after `after` (a sequence number), oldest first; `type` (comma-separated) and `limit` (1 to 1000, default 100). The `Link: rel="next"` header always names the next poll.',
         querystring: EventsQuery,
         response: { 200: Type.Array(EventEnvelopeSchema), ...errorResponses() },
       },

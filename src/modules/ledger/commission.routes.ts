@@ -12,7 +12,8 @@ export const commissionRoutes: FastifyPluginAsyncTypebox<AppServices> = async (a
     {
       schema: {
         tags: ['Commissions'],
-        summary: 'The commission ledger (newest first; filters affiliateId, saleId, status, payoutId, createdAfter)',
+        summary: 'List commission entries',
+        description: 'The commission ledger, newest first, filtered by `affiliateId`, `saleId`, `status` (`pending`, `due`, `paid`) or `payoutId`.',
         querystring: CommissionsQuery,
         response: { 200: Type.Array(CommissionEntrySchema), ...errorResponses() },
       },

@@ -14,9 +14,10 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Payouts'],
-        summary: 'Run payouts: one pending payout per affiliate whose due balance is positive and at least the minimum (all, or one affiliateId)',
+        summary: 'Run payouts',
+        description: 'One pending payout per affiliate (all, or `affiliateId`) whose due balance is positive and at least the plan\'s minimum, holding exactly those entries; 201 with the array made, possibly empty. Run again at once, it makes nothing.',
         body: Type.Optional(RunPayoutsBody),
-        response: { 201: Type.Array(PayoutSchema), ...errorResponses(404) },
+        response: { 201: Type.Array(PayoutSchema), ...errorResponses(['not_found', 'no affiliate with this affiliateId in the program']) },
       },
     },
     async (request, reply) => reply.code(201).send(await runPayouts(db, request.auth.program, request.body ?? {})),
@@ -27,7 +28,8 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Payouts'],
-        summary: 'List payouts (newest first; filters affiliateId, status, createdAfter)',
+        summary: 'List payouts',
+        description: 'Newest first, filtered by `affiliateId` and `status`.',
         querystring: PayoutsQuery,
         response: { 200: Type.Array(PayoutSchema), ...errorResponses() },
       },
@@ -45,9 +47,10 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Payouts'],
-        summary: 'Mark a pending payout paid (its entries are paid) or failed (its entries are due again); final after that (409)',
+        summary: 'Mark a payout paid or failed',
+        description: 'A pending payout (`payoutId`) becomes `paid` (its entries are paid; `paidAt`, `method`, `reference`) or `failed` (its entries are due again). Final after that.',
         body: UpdatePayoutBody,
-        response: { 200: PayoutSchema, ...errorResponses(404, 409) },
+        response: { 200: PayoutSchema, ...errorResponses('not_found', ['conflict', 'the payout is already paid or failed; it never changes again']) },
       },
     },
     async (request) => updatePayout(db, request.auth.program, request.body),
@@ -58,9 +61,10 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     {
       schema: {
         tags: ['Payouts'],
-        summary: "Payouts as a file to upload: csv (every field), paypal (PayPal Payouts' bulk file) or wise (Wise's batch template); status defaults to pending",
+        summary: 'Export payouts as a file',
+        description: "A CSV file to upload, one row per payout: `csv` (every field), `paypal` (PayPal Payouts' bulk file) or `wise` (Wise's batch template). `status` defaults to `pending`.",
         querystring: PayoutExportQuery,
-        response: { 200: Type.String({ description: 'text/csv' }), ...errorResponses() },
+        response: { 200: { description: 'The file (`Content-Disposition: attachment`).', content: { 'text/csv': { schema: Type.String() } } }, ...errorResponses() },
       },
     },
     async (request, reply) => {

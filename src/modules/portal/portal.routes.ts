@@ -13,9 +13,10 @@ export const portalApiRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
     {
       schema: {
         tags: ['Affiliates'],
-        summary: "A one-time link (5 minutes) that signs an approved, active affiliate in to the program's portal, for the merchant's own app to hand to a signed-in user",
+        summary: 'Make a one-time portal sign-in link',
+        description: "A one-time link (5 minutes) that signs an approved, active affiliate in to the program's portal, for the merchant's own app to hand to a signed-in user.",
         body: PortalLinkBody,
-        response: { 201: Type.Object({ url: Nullable(Type.String({ description: 'the link; null in a replayed Idempotency-Key answer (a credential is shown once)' })), expiresAt: DateTime }), ...errorResponses(404) },
+        response: { 201: Type.Object({ url: Nullable(Type.String({ description: 'the link; null in a replayed Idempotency-Key answer (a credential is shown once)' })), expiresAt: DateTime }), ...errorResponses('not_found', ['affiliate_inactive', 'the affiliate is not approved and active, so it cannot sign in']) },
       },
       // The link is a credential: an Idempotency-Key's stored answer must not keep it.
       config: { idempotencyOmits: ['url'] },

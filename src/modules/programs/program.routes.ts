@@ -42,7 +42,8 @@ export const programRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
     {
       schema: {
         tags: ['Program'],
-        summary: "The token's program (a connection test for automation tools)",
+        summary: "The token's program",
+        description: "The program the bearer token belongs to, with its tracking settings, commission plan and portal: a connection test for automation tools.",
         response: { 200: ProgramSchema, ...errorResponses() },
       },
     },

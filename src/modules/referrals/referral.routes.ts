@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
+import { PROMO_CODE_REFUSALS } from '../../http/problem-responses.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
@@ -15,9 +16,10 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'Record a referred user, credited by affiliate id, link, affiliate e-mail or promotional code',
+        summary: 'Record a referral',
+        description: 'A referred user (your customer), credited to an affiliate by `affiliateId` (an affiliate id or a link string, as `window.tandem.referral` gives it), `affiliateEmail` or `promoCode` (which redeems the code).',
         body: CreateReferralBody,
-        response: { 201: ReferralSchema, ...errorResponses(404, 409) },
+        response: { 201: ReferralSchema, ...errorResponses(['not_found', 'no affiliate, link or promotional code matches'], ['conflict', 'a referral with this e-mail already exists in the program'], 'duplicate_referral', 'affiliate_inactive', ...PROMO_CODE_REFUSALS) },
       },
     },
     async (request, reply) => reply.code(201).send(await createReferral(db, request.auth.program, request.body)),
@@ -28,9 +30,10 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'List referrals (newest first; filters affiliateId, affiliateEmail, externalId), or fetch one by id',
+        summary: 'List referrals, or get one',
+        description: 'With `id`: that one referral, or 404. Otherwise a list, newest first, filtered by `affiliateId`, `affiliateEmail` or `externalId` (the `referredUserExternalId`).',
         querystring: ReferralsQuery,
-        response: { 200: referrals.schema, ...errorResponses(404) },
+        response: { 200: referrals.schema, ...errorResponses('not_found') },
       },
     },
     async (request, reply) => {
@@ -49,10 +52,11 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'Change a referral found by referralId (or id, in the body or the query): name, email, referredUserExternalId, plan or status',
+        summary: 'Change a referral',
+        description: 'The referral is found by `referralId` (or `id`), in the body or the query. Changes `name`, `email`, `referredUserExternalId`, `plan` or `status`.',
         querystring: UpdateReferralTarget,
         body: UpdateReferralBody,
-        response: { 200: ReferralSchema, ...errorResponses(404, 409) },
+        response: { 200: ReferralSchema, ...errorResponses('not_found', ['conflict', 'another referral has this e-mail'], 'duplicate_referral') },
       },
       preValidation: targetFromQuery(UpdateReferralTarget),
     },
@@ -64,9 +68,10 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     {
       schema: {
         tags: ['Referrals'],
-        summary: 'Delete a referral (id or referralId in the query or a JSON body); one with sales needs force=true, which voids them',
+        summary: 'Delete a referral',
+        description: 'The referral by `id` or `referralId`, in the query or a JSON body. One with sales needs `force=true`, which voids them.',
         querystring: DeleteReferralTarget,
-        response: { 200: ReferralSchema, ...errorResponses(404, 409) },
+        response: { 200: ReferralSchema, ...errorResponses('not_found', 'has_dependents') },
       },
     },
     async (request) => {

@@ -89,10 +89,24 @@ export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       bodyLimit: 8 * 1024,
       schema: {
         tags: ['Tracking'],
-        summary: "Record a click on an affiliate link (sent by /tracker.js from a page of the program's site; no token)",
+        summary: 'Record a click',
+        description:
+          "What `/tracker.js` sends when a visitor lands on a page of the program's site with the referral parameter (`?ref=jane`): the click is counted for the link, and the answer names the referral to keep (a link string, `null` when the parameter names nobody) and for how long. No token: only pages of the program's domain and its subdomains are answered (`Origin`, with CORS for them). The script sends the JSON as `text/plain`, so the browser sends no preflight.",
+        consumes: ['application/json', 'text/plain'],
         querystring: ClickQuery,
         body: ClickBody,
-        response: { 200: ClickAnswerSchema, ...errorResponses(403, 404, 429) },
+        response: {
+          200: ClickAnswerSchema,
+          ...errorResponses(
+            ['bad_request', 'the body is not JSON, or is sent as neither `text/plain` nor `application/json`'],
+            'origin_not_allowed',
+            ['not_found', 'no program with this `programId`'],
+            ['payload_too_large', 'the body is larger than 8 KiB'],
+            ['validation_failed', 'the `programId` or the body is invalid, or `url` is not a page of the program\'s domain'],
+            ['affiliate_inactive', "the link's affiliate is inactive; no click is counted"],
+            ['rate_limited', 'more than 60 reports a minute from one address (IPv6: one /64)'],
+          ),
+        },
       },
       // The address limit and the origin check come before the body is read or validated.
       preValidation: async (request, reply) => {

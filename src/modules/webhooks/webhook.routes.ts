@@ -17,9 +17,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
       config: { idempotencyOmits: ['secret'] },
       schema: {
         tags: ['Webhooks'],
-        summary: 'Subscribe a URL to events; the answer carries the signing secret, shown once',
+        summary: 'Subscribe a URL to events',
+        description: 'Subscribes an `https` URL to event types (`["*"]` for all). The answer carries the `whsec_` signing secret, shown once.',
         body: CreateWebhookBody,
-        response: { 201: CreatedWebhookSchema, ...errorResponses() },
+        response: { 201: CreatedWebhookSchema, ...errorResponses(['rate_limited', "too many webhook host-name lookups are waiting for this program"]) },
       },
     },
     async (request, reply) =>
@@ -33,7 +34,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
     {
       schema: {
         tags: ['Webhooks'],
-        summary: "List the program's webhook subscriptions (newest first; secrets are never shown again)",
+        summary: 'List webhook subscriptions',
+        description: 'Newest first, without secrets (never shown again); `disabledAt` is set when delivery gave up.',
         querystring: WebhooksQuery,
         response: { 200: Type.Array(WebhookSchema), ...errorResponses() },
       },
@@ -50,9 +52,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
     {
       schema: {
         tags: ['Webhooks'],
-        summary: 'Unsubscribe: the id in the query (?id=) or in a JSON body ({"id": …})',
+        summary: 'Unsubscribe',
+        description: 'The subscription by `id`, in the query (`?id=`) or a JSON body (`{"id": …}`); 200 with the removed subscription.',
         querystring: DeleteWebhookQuery,
-        response: { 200: WebhookSchema, ...errorResponses(404) },
+        response: { 200: WebhookSchema, ...errorResponses('not_found') },
       },
     },
     async (request) => {
