@@ -168,6 +168,23 @@ describe('dashboard: webhooks', () => {
     assert.equal(await count(), before);
   });
 
+  it('refuses a URL the program already has, beside the field', async () => {
+    const hooks = await receiver();
+    const { id } = await createEndpoint(`${hooks.url}/twice`, ['sale.created']);
+    const count = async () => (await db().selectFrom('webhooks').select('id').where('program_id', '=', program.id).execute()).length;
+    const before = await count();
+    const again = await addEndpoint(program.base, `${hooks.url}/twice`, ['*']);
+    assert.equal(again.status, 409);
+    assert.match(again.text, /id="f-url-error">This program already sends events to this URL \(see it in the list above\)\. To change its event types, delete it and add it again\.</);
+    assert.match(again.text, /class="flash error"[^>]*>Check the highlighted fields\.</);
+    assert.doesNotMatch(again.text, /new-secret/);
+    assert.equal(await count(), before, 'nothing stored');
+    // Another program of the same owner may send to the same URL.
+    const elsewhere = await addEndpoint(otherProgram.base, `${hooks.url}/twice`, ['*']);
+    assert.equal(elsewhere.status, 200, elsewhere.text.slice(0, 500));
+    assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, {})).status, 303);
+  });
+
   it('sends a test event: the receiver gets it signed, and the detail page shows the attempt', async () => {
     const hooks = await receiver(200, 'thanks, got it');
     const { id, secret } = await createEndpoint(`${hooks.url}/test-event`);
@@ -474,5 +491,36 @@ describe('dashboard: webhooks', () => {
 
     const forged = Buffer.from(JSON.stringify(['2025-01-01T00:00:00.000Z', 'abc'])).toString('base64url');
     assert.equal((await owner.get(`${webhookPath(id)}?cursor=${forged}`)).status, 400, 'a forged cursor is refused (400), not a 500');
+  });
+});
+
+describe('dashboard: webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
+  // Nothing here reaches any address: refusals come from the URL's form and address literals
+  // (no DNS), and the server runs no worker.
+  let strict: TestServer;
+  let merchant: BrowserSession;
+  let shop: { id: string; base: string };
+
+  before(async () => {
+    strict = await startTestServer({ webhookAllowPrivateUrls: false, worker: false });
+    merchant = await BrowserSession.signUp(strict.url, uniqueEmail('strict'));
+    shop = await merchant.createProgram({ name: 'Strict Shop', domain: 'strict.example' });
+  });
+  after(async () => {
+    await strict?.close();
+  });
+
+  it('names WEBHOOK_ALLOW_PRIVATE_URLS in the help and beside a refused local or plain-http URL', async () => {
+    const page = await merchant.page(`${shop.base}/webhooks`);
+    assert.match(page, /id="f-url-help">[^<]*an https URL on a public host\. A receiver on this machine or your network needs WEBHOOK_ALLOW_PRIVATE_URLS=1/);
+    for (const url of ['https://127.0.0.1:8443/hooks', 'https://[::1]/hooks', 'https://192.168.1.20/hooks', 'http://receiver.example/hooks']) {
+      const refused = await addEndpoint(shop.base, url, ['*'], merchant);
+      assert.equal(refused.status, 422, url);
+      assert.match(refused.text, /id="f-url-error">[^<]*(private address|Must use https)[^<]*To reach a receiver on this machine or your network[^<]*WEBHOOK_ALLOW_PRIVATE_URLS=1 \(for local development only\)\.</, url);
+    }
+    const credentials = await addEndpoint(shop.base, 'https://user:pw@receiver.example/x', ['*'], merchant);
+    assert.match(credentials.text, /id="f-url-error">Must not carry a user name or password\.</);
+    assert.doesNotMatch(credentials.text, /id="f-url-error">[^<]*WEBHOOK_ALLOW_PRIVATE_URLS/, 'a refusal the setting does not lift does not name it');
+    assert.equal((await rawDb(strict).selectFrom('webhooks').select('id').execute()).length, 0);
   });
 });

@@ -40,6 +40,11 @@ export function countWebhooks(db: Db | Tx, programId: string): Promise<number> {
     .then((r) => Number(r.n));
 }
 
+/** The program's subscription to exactly this URL (as stored: normalised by the URL parser), if any. */
+export function findWebhookByUrl(tx: Tx, programId: string, url: string) {
+  return tx.selectFrom('webhooks').select('id').where('program_id', '=', programId).where('url', '=', url).executeTakeFirst();
+}
+
 export function findWebhook(db: Db | Tx, programId: string, id: string) {
   return db.selectFrom('webhooks').selectAll().where('program_id', '=', programId).where('id', '=', id).executeTakeFirst();
 }

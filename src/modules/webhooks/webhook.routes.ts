@@ -17,9 +17,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
       config: { idempotencyOmits: ['secret'] },
       schema: {
         tags: ['Webhooks'],
-        summary: 'Subscribe a URL to events; the answer carries the signing secret, shown once',
+        summary: 'Subscribe a URL to events; the answer carries the signing secret, shown once. A URL the program already subscribed is a 409 conflict whose existingId is that webhook',
         body: CreateWebhookBody,
-        response: { 201: CreatedWebhookSchema, ...errorResponses() },
+        response: { 201: CreatedWebhookSchema, ...errorResponses(409) },
       },
     },
     async (request, reply) =>

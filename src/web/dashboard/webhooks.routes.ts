@@ -202,7 +202,9 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <h2 id="add-webhook">Add an endpoint</h2>
         <form method="post" action="${base}/webhooks" novalidate>
           ${csrfField(session)}
-          ${textField({ label: 'URL', name: 'url', type: 'url', value: options.values?.url, required: true, autocomplete: 'off', help: config.webhookAllowPrivateUrls ? 'Where Tandem POSTs the events.' : 'Where Tandem POSTs the events: an https URL on a public host.' }, errors)}
+          ${textField({ label: 'URL', name: 'url', type: 'url', value: options.values?.url, required: true, autocomplete: 'off', help: config.webhookAllowPrivateUrls
+            ? 'Where Tandem POSTs the events. This Tandem also allows http and private addresses (WEBHOOK_ALLOW_PRIVATE_URLS is on).'
+            : 'Where Tandem POSTs the events: an https URL on a public host. A receiver on this machine or your network needs WEBHOOK_ALLOW_PRIVATE_URLS=1 on the Tandem server (development only).' }, errors)}
           ${eventCheckboxes(options.events ?? ['*'], errors)}
           <button type="submit">Add endpoint</button>
         </form>
@@ -226,7 +228,13 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
       const created = await createWebhook(db, context, createBodyOf(form, events), { allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config), tokenId: null });
       return listPage(request, reply, { created });
     } catch (error) {
-      return listPage(request, reply, { values: form, events, errors: formErrorsOf(error) });
+      const errors = formErrorsOf(error);
+      // The URL is subscribed already: say so beside the field, as the form's other URL errors.
+      if (error instanceof ApiError && error.code === 'conflict' && error.existingId !== undefined) {
+        errors.fields.url = 'This program already sends events to this URL (see it in the list above). To change its event types, delete it and add it again.';
+        errors.message = 'Check the highlighted fields.';
+      }
+      return listPage(request, reply, { values: form, events, errors });
     }
   });
 
