@@ -31,7 +31,7 @@ import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { portalApiRoutes } from './modules/portal/portal.routes.ts';
 import { billingEventRoutes, stripeWebhookRoutes } from './modules/billing/billing.routes.ts';
-import { webRoutes } from './web/web.ts';
+import { notFoundPage, webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
 import { authenticateToken } from './modules/tokens/token.service.ts';
@@ -97,7 +97,8 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
 
   // 1. Framework: validation, errors, security headers, shared schemas, docs.
   app.setValidatorCompiler(validatorCompiler);
-  registerErrorHandler(app);
+  // Unknown paths outside /api are pages of the site: an HTML 404 (web.ts).
+  registerErrorHandler(app, { notFoundPage });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
