@@ -38,9 +38,9 @@ export function csrfField(binding: CsrfBinding): SafeHtml {
   return html`<input type="hidden" name="_csrf" value="${csrfToken(binding)}">`;
 }
 
-/** A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. */
-export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml } = {}): SafeHtml {
-  return html`<form method="post" action="${action}" class="inline">${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
+/** A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token; `formClass` marks the form for dashboard.js. */
+export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml; formClass?: string } = {}): SafeHtml {
+  return html`<form method="post" action="${action}" class="inline${options.formClass ? ` ${options.formClass}` : ''}">${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
 }
 
 export interface FieldOptions {

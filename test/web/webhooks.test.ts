@@ -212,6 +212,42 @@ describe('dashboard: webhooks', () => {
     assert.equal(hooks.received.length, 1, 'sent to this endpoint only once');
   });
 
+  it('answers dashboard.js with JSON: the test event queued, then its outcome; never another program\'s', async () => {
+    const hooks = await receiver(200, 'json please');
+    const { id } = await createEndpoint(`${hooks.url}/json-test`);
+    const csrf = await owner.csrf(webhookPath(id));
+    const sent = await owner.request('POST', `${webhookPath(id)}/test`, new URLSearchParams({ _csrf: csrf }).toString());
+    assert.equal(sent.status, 303, 'a form post without Accept: application/json still redirects');
+    const asked = await fetch(new URL(`${webhookPath(id)}/test`, test.url), {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', cookie: `tandem_session=${owner.cookie('tandem_session')}` },
+      body: new URLSearchParams({ _csrf: csrf }).toString(),
+    });
+    assert.equal(asked.status, 200);
+    const { eventId, result } = (await asked.json()) as { eventId: string; result: string };
+    assert.match(eventId, /^evt_/);
+    assert.equal(result, `${webhookPath(id)}/test/${eventId}`);
+    let outcome: any;
+    await waitUntil(async () => {
+      outcome = JSON.parse((await owner.get(result)).text);
+      return outcome.state === 'delivered';
+    }, 'the test event to be delivered');
+    assert.deepEqual(Object.keys(outcome).sort(), ['attempts', 'lastAttempt', 'nextAttemptAt', 'state', 'worker']);
+    assert.equal(outcome.lastAttempt.statusCode, 200);
+    assert.equal(outcome.lastAttempt.responseExcerpt, 'json please');
+    assert.equal(outcome.worker, true);
+    // Without the CSRF token: refused, nothing queued.
+    const forged = await fetch(new URL(`${webhookPath(id)}/test`, test.url), { method: 'POST', headers: { accept: 'application/json', cookie: `tandem_session=${owner.cookie('tandem_session')}` } });
+    assert.equal(forged.status, 403);
+    // Another program's view of it, an unknown event, an event of another endpoint: 404.
+    const other = await createEndpoint(`${hooks.url}/json-other`);
+    assert.equal((await stranger.get(`${webhookPath(id, strangerProgram.base)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id, otherProgram.base)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id)}/test/evt_nope`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(other.id)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id)}/test/${encodeURIComponent("'; drop table x")}`)).status, 404);
+  });
+
   it("shows a failing endpoint's attempts with their HTTP status and excerpt, or the connection error", async () => {
     const failing = await receiver(500, 'upstream exploded');
     const { id } = await createEndpoint(`${failing.url}/failing`);

@@ -99,6 +99,27 @@ export async function webhookDeliveryStats(db: Db, webhookIds: string[]) {
   return stats;
 }
 
+/** The delivery of one event to one subscription, with its latest attempt (if any yet). */
+export async function findDeliveryOfEvent(db: Db, webhookId: string, eventId: string) {
+  const delivery = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'state', 'attempts', 'next_attempt_at'])
+    .where('event_id', '=', eventId)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  if (!delivery) return undefined;
+  const attempt = await db
+    .selectFrom('webhook_attempts')
+    .select(['attempted_at', 'status_code', 'duration_ms', 'response_excerpt', 'error'])
+    .where('webhook_id', '=', webhookId)
+    .where('delivery_id', '=', delivery.id)
+    .orderBy('attempted_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return { delivery, attempt };
+}
+
 /** A subscription's attempts, newest first, with the event type. */
 export function listAttempts(db: Db, webhookId: string, page: PageRequest) {
   const q = db

@@ -14,6 +14,7 @@ import {
   deleteWebhookRow,
   findWebhook,
   findWebhookByUrl,
+  findDeliveryOfEvent,
   insertDelivery,
   insertWebhook,
   lockProgram,
@@ -170,6 +171,31 @@ export async function sendTestEvent(db: Db, program: ProgramContext, id: string)
     await insertDelivery(tx, webhook, eventId, now);
     return eventId;
   });
+}
+
+/** Where one event's delivery to one endpoint stands: what the dashboard's "Send test" shows. */
+export interface DeliveryOfEvent {
+  state: 'pending' | 'delivered' | 'failed' | 'held';
+  attempts: number;
+  /** When it is tried next, while pending. */
+  nextAttemptAt: string | null;
+  lastAttempt: { at: string; statusCode: number | null; durationMs: number; error: string | null; responseExcerpt: string | null } | null;
+}
+
+/** 404 when the program has no such webhook, or the webhook no delivery of the event. */
+export async function getDeliveryOfEvent(db: Db, programId: string, webhookId: string, eventId: string): Promise<DeliveryOfEvent> {
+  const webhook = await getWebhook(db, programId, webhookId);
+  const found = /^evt_[A-Za-z0-9_-]{1,64}$/.test(eventId) ? await findDeliveryOfEvent(db, webhook.id, eventId) : undefined;
+  if (!found) throw notFound('A delivery of this event to this webhook');
+  const { delivery, attempt } = found;
+  return {
+    state: delivery.state,
+    attempts: Number(delivery.attempts),
+    nextAttemptAt: delivery.state === 'pending' ? toIso(delivery.next_attempt_at) : null,
+    lastAttempt: attempt
+      ? { at: toIso(attempt.attempted_at), statusCode: attempt.status_code, durationMs: Number(attempt.duration_ms), error: attempt.error, responseExcerpt: attempt.response_excerpt }
+      : null,
+  };
 }
 
 /** Sends one event to the endpoint again, whatever its state. */

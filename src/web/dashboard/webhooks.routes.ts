@@ -11,6 +11,7 @@ import {
   deleteWebhook,
   enableWebhook,
   getAttemptPage,
+  getDeliveryOfEvent,
   getWebhook,
   getWebhookPageWithCounts,
   getWebhookWithCounts,
@@ -91,8 +92,10 @@ function disabledNotice(w: WebhookWithCounts, disableAfter: string): SafeHtml {
 
 function eventCheckboxes(checked: string[], errors: FormErrors): SafeHtml {
   const error = errors.fields.events;
+  // "All events" carries data-events-all: dashboard.js disables the single types while it is
+  // checked (without script, the server refuses both at once).
   const box = (value: string, id: string, label: SafeHtml | string) =>
-    html`<div class="check"><input type="checkbox" id="${id}" name="events" value="${value}"${checked.includes(value) ? html` checked` : ''}> <label for="${id}">${label}</label></div>`;
+    html`<div class="check"><input type="checkbox" id="${id}" name="events" value="${value}"${value === '*' ? html` data-events-all` : ''}${checked.includes(value) ? html` checked` : ''}> <label for="${id}">${label}</label></div>`;
   return html`<fieldset class="field event-choice${error ? ' has-error' : ''}" aria-describedby="f-events-help${error ? ' f-events-error' : ''}">
     <legend>Events <span class="req" aria-hidden="true">*</span></legend>
     ${box('*', 'f-events-all', 'All events, including types added later')}
@@ -124,6 +127,11 @@ function createBodyOf(form: FormValues, events: string[]): CreateWebhookBody {
   const body = { url, events };
   assertValidBody(CreateWebhookBody, body);
   return body;
+}
+
+/** Whether the request is dashboard.js asking for a JSON answer instead of a page. */
+function wantsJson(request: FastifyRequest): boolean {
+  return /\bapplication\/json\b/.test(request.headers.accept ?? '');
 }
 
 function attemptResult(a: { status_code: number | null; error: string | null }): SafeHtml {
@@ -167,7 +175,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
             <p class="muted" id="new-secret-status" role="status"></p>
             <p>Endpoint: <code class="url">${created.url}</code></p>
             <div class="actions">
-              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { className: 'small' })}
+              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { className: 'small', formClass: 'send-test' })}
               <a href="${base}/webhooks/${created.id}">See its deliveries</a>
             </div>
           </section>`
@@ -190,7 +198,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
                 <td class="num" data-count="failed">${formatCount(w.failed)}</td>
                 <td><div class="row-actions">
                   ${w.disabled_at === null
-                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send a test event to ${w.url}` })
+                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send a test event to ${w.url}`, formClass: 'send-test' })
                     : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
                   ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}` })}
                 </div></td>
@@ -259,7 +267,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <div class="actions">
           ${disabled
             ? postButton(session, `${path}/enable`, 'Re-enable', { className: 'small' })
-            : postButton(session, `${path}/test`, 'Send a test event', { className: 'small' })}
+            : postButton(session, `${path}/test`, 'Send a test event', { className: 'small', formClass: 'send-test' })}
           ${postButton(session, `${path}/delete`, 'Delete endpoint', { className: 'danger small' })}
         </div>
       </div>
@@ -325,8 +333,19 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
   app.post('/webhooks/:webhookId/test', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
-    await sendTestEvent(db, context, webhookId);
+    const eventId = await sendTestEvent(db, context, webhookId);
+    // dashboard.js posts the same form asking for JSON, then follows the result without a reload.
+    if (wantsJson(request)) return reply.send({ eventId, result: `${base}/webhooks/${webhookId}/test/${eventId}` });
     return redirectDone(reply, `${base}/webhooks/${webhookId}`, 'test-sent');
+  });
+
+  // The outcome of one test event so far, for dashboard.js: its delivery's state and latest attempt.
+  // (`:event`, not `:eventId`: dashboard.ts takes path parameters named …Id for UUIDs.)
+  app.get('/webhooks/:webhookId/test/:event', async (request, reply) => {
+    const { context } = currentProgram(request);
+    const { webhookId, event } = request.params as { webhookId: string; event: string };
+    const result = await getDeliveryOfEvent(db, context.id, webhookId, event);
+    return reply.header('cache-control', 'no-store').send({ ...result, worker: config.worker });
   });
 
   app.post('/webhooks/:webhookId/enable', async (request, reply) => {
