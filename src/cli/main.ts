@@ -77,7 +77,7 @@ const commands: Record<string, Command> = {
     async run(config) {
       const server = await startServer(config);
       closeOnSignals(server);
-      server.app.log.info(`Tandem is serving on ${server.url} (site URL ${config.siteUrl}); API docs at ${config.siteUrl}/docs`);
+      await server.announce();
     },
   },
   worker: {
