@@ -92,6 +92,25 @@ describe('coupons: proper plurals', () => {
   });
 });
 
+describe('date inputs', () => {
+  it('say they are read in UTC, on every page that has one', async () => {
+    const coupon = await newCoupon<{ id: string }>(api, { name: 'Dated Coupon' });
+    const affiliate = await newAffiliate(api);
+    const code = await newCode<{ id: string }>(api, { couponId: coupon.id, affiliateId: affiliate.id });
+    const pages = [`${program.base}/sales`, `${program.base}/coupons/new`, `${program.base}/coupons/${coupon.id}/codes/new`, `${program.base}/coupons/codes/${code.id}`];
+    let seen = 0;
+    for (const path of pages) {
+      const page = await owner.page(path);
+      for (const [, id] of page.matchAll(/<input id="([^"]+)"[^>]* type="(?:date|datetime-local)"/g)) {
+        seen++;
+        const label = new RegExp(`<label for="${id}">([^<]*)`).exec(page)?.[1] ?? '';
+        assert.match(label, /\(UTC\)$/, `${path}: the label of #${id} says its zone ("${label}")`);
+      }
+    }
+    assert.ok(seen >= 4, `date inputs found: ${seen}`);
+  });
+});
+
 describe('favicon', () => {
   it('is served at /favicon.ico and /assets/favicon.svg, and every layout links it', async () => {
     for (const path of ['/favicon.ico', '/assets/favicon.svg']) {
