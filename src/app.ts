@@ -3,6 +3,7 @@ import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
+import { prettyLogStream } from './logging.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
@@ -31,7 +32,7 @@ import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { portalApiRoutes } from './modules/portal/portal.routes.ts';
 import { billingEventRoutes, stripeWebhookRoutes } from './modules/billing/billing.routes.ts';
-import { webRoutes } from './web/web.ts';
+import { notFoundPage, webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
 import { authenticateToken } from './modules/tokens/token.service.ts';
@@ -62,7 +63,12 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
         req: (request) => ({ method: request.method, url: request.url, remoteAddress: request.ip, headers: request.headers }),
       },
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
+      // LOG_FORMAT=pretty (a terminal): human lines instead of JSON (src/logging.ts).
+      ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(process.stdout) } : {}),
     },
+    // On a terminal one line per request, written when it is answered (below), instead of
+    // Fastify's two ("incoming request", "request completed").
+    disableRequestLogging: config.logFormat === 'pretty',
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
     genReqId: newRequestId,
@@ -97,10 +103,16 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
 
   // 1. Framework: validation, errors, security headers, shared schemas, docs.
   app.setValidatorCompiler(validatorCompiler);
-  registerErrorHandler(app);
+  // Unknown paths outside /api are pages of the site: an HTML 404 (web.ts).
+  registerErrorHandler(app, { notFoundPage });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  if (config.logFormat === 'pretty') {
+    app.addHook('onResponse', async (request, reply) => {
+      request.log.info({ request: { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime } }, 'request');
+    });
+  }
   // HSTS only where the site is served over https: on plain http it would be ignored, or pin a
   // development host to https.
   const hsts = config.siteUrl.startsWith('https:') ? { maxAge: 31_536_000, includeSubDomains: true } : false;

@@ -1,6 +1,7 @@
 // Configuration is read from the environment once, validated, and frozen.
 // Nothing else in the codebase reads process.env (enforced by eslint).
 import { isIP } from 'node:net';
+import type { LogFormat } from './logging.ts';
 
 export interface Config {
   readonly port: number;
@@ -10,6 +11,8 @@ export interface Config {
   /** Requests per program (all its tokens together) per minute; 0 disables the limit. */
   readonly rateLimitPerMinute: number;
   readonly logLevel: string;
+  /** pretty: a short line per request, for a terminal; json: pino's JSON lines. */
+  readonly logFormat: LogFormat;
   /** Largest accepted request body, in bytes. */
   readonly bodyLimit: number;
   /** PostgreSQL only: connections per process. */
@@ -177,6 +180,13 @@ function parseSignup(raw: string | undefined): Config['signup'] {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** LOG_FORMAT: pretty or json; unset, pretty when stdout is a terminal (a person reads it), else json. */
+export function parseLogFormat(raw: string | undefined, stdoutIsTty: boolean): LogFormat {
+  if (raw === undefined || raw === '') return stdoutIsTty ? 'pretty' : 'json';
+  if (raw === 'pretty' || raw === 'json') return raw;
+  throw new ConfigError(`LOG_FORMAT must be pretty or json, got "${raw}"`);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = overrides.port ?? integer(env, 'PORT', 3000, 0, 65535);
   const databaseUrl = overrides.databaseUrl ?? (env.DATABASE_URL || 'sqlite:./data/tandem.db');
@@ -205,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     siteUrl,
     rateLimitPerMinute: overrides.rateLimitPerMinute ?? integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 1_000_000_000),
     logLevel,
+    logFormat: overrides.logFormat ?? parseLogFormat(env.LOG_FORMAT, process.stdout.isTTY === true),
     bodyLimit: overrides.bodyLimit ?? 1024 * 1024,
     databasePoolSize: overrides.databasePoolSize ?? integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: overrides.databaseStatementTimeoutMs ?? integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),

@@ -14,8 +14,26 @@ export interface RunningServer {
   database: DatabaseHandle;
   /** The URL the server listens on (the real port when PORT=0). */
   url: string;
+  /** Logs where Tandem serves, its dashboard, and the next step: sign up (no account yet) or log in. */
+  announce(): Promise<void>;
   /** Stops accepting, finishes in-flight requests, closes the database. */
   close(): Promise<void>;
+}
+
+/**
+ * The start lines: the addresses, then what to do next — the first account's sign-up on a
+ * fresh instance (it becomes the operator), else the login. Links use SITE_URL, the address
+ * people open (its port taken from the socket when PORT=0).
+ */
+export async function startLines(database: DatabaseHandle, config: Config, url: string): Promise<string[]> {
+  const site = new URL(config.siteUrl).port === '0' ? url : config.siteUrl;
+  const someone = await database.db.selectFrom('users').select('id').limit(1).executeTakeFirst();
+  return [
+    `Tandem is serving on ${url} (site URL ${config.siteUrl}); dashboard at ${site}/dashboard, API docs at ${site}/docs`,
+    someone
+      ? `Next: log in at ${site}/login`
+      : `Next: open ${site}/signup to create the first account (it becomes this Tandem's operator), or run: tandem user create --email you@example.com --password '…'`,
+  ];
 }
 
 /** Connections of the webhook worker's own pool (PostgreSQL). */
@@ -80,10 +98,14 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     let closing: Promise<void> | undefined;
+    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
     return {
       app,
       database,
-      url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+      url,
+      async announce() {
+        for (const line of await startLines(database, config, url)) app!.log.info(line);
+      },
       close: () =>
         (closing ??= (async () => {
           await app!.close();

@@ -53,7 +53,7 @@ export interface FieldError {
 
 export class ApiError extends Error {
   readonly status: number;
-  /** The resource a duplicate_* conflict collided with, so the client can carry on with it. */
+  /** The resource a duplicate_* conflict (or a webhook URL subscribed twice) collided with, so the client can carry on with it. */
   existingId?: string | number;
   constructor(
     readonly code: ErrorCode,

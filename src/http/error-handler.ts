@@ -74,7 +74,16 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
   return sendProblem(reply, problem(request, status, code, detail));
 }
 
-export function registerErrorHandler(app: FastifyInstance): void {
+/** Whether a path is the JSON API's (problem bodies), not a page's. */
+export function isApiPath(url: string): boolean {
+  return url === '/api' || url.startsWith('/api/') || url.startsWith('/api?');
+}
+
+/**
+ * `notFoundPage` answers unknown paths outside /api (a page of the site); the API's keep the
+ * problem body.
+ */
+export function registerErrorHandler(app: FastifyInstance, options: { notFoundPage?: (request: FastifyRequest, reply: FastifyReply) => FastifyReply } = {}): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const { status, code, detail, errors, existingId } = classify(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
@@ -82,6 +91,8 @@ export function registerErrorHandler(app: FastifyInstance): void {
     return sendProblem(reply, problem(request, status, code, detail, errors, existingId));
   });
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, problem(request, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
+    options.notFoundPage && !isApiPath(request.url)
+      ? options.notFoundPage(request, reply)
+      : sendProblem(reply, problem(request, 404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}.`)),
   );
 }

@@ -37,7 +37,7 @@ export const ProblemSchema = Type.Object(
     detail: Type.String(),
     code: Type.String(),
     errors: Type.Optional(Type.Array(Type.Object({ pointer: Type.String(), detail: Type.String() }))),
-    existingId: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'duplicate_sale / duplicate_referral: the id of the sale or referral already recorded' })),
+    existingId: Type.Optional(Type.Union([Type.String(), Type.Integer()], { description: 'duplicate_sale / duplicate_referral: the id of the sale or referral already recorded; conflict on POST /webhooks: the id of the webhook that already has the URL' })),
     requestId: Type.String(),
   },
   { $id: 'Problem', description: 'RFC 9457 problem details' },

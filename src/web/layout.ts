@@ -40,11 +40,12 @@ export function csrfField(binding: CsrfBinding): SafeHtml {
 
 /**
  * A one-button form (revoke, delete, resend…) that posts `fields` with the CSRF token. With
- * `confirm`, the browser asks that question first (dashboard.js); an accessible name given as
- * `ariaLabel` must contain the visible label (WCAG 2.5.3), so it is the label plus context.
+ * `confirm`, the browser asks that question first (dashboard.js); `formClass` marks the form for
+ * dashboard.js. An accessible name given as `ariaLabel` must contain the visible label (WCAG
+ * 2.5.3), so it is the label plus context.
  */
-export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml; confirm?: string } = {}): SafeHtml {
-  return html`<form method="post" action="${action}" class="inline"${options.confirm ? html` data-confirm="${options.confirm}"` : ''}>${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
+export function postButton(session: WebSession, action: string, label: string, options: { className?: string; ariaLabel?: string; fields?: SafeHtml; confirm?: string; formClass?: string } = {}): SafeHtml {
+  return html`<form method="post" action="${action}" class="inline${options.formClass ? ` ${options.formClass}` : ''}"${options.confirm ? html` data-confirm="${options.confirm}"` : ''}>${csrfField(session)}${options.fields ?? ''}<button type="submit" class="${options.className ?? 'secondary small'}"${options.ariaLabel ? html` aria-label="${options.ariaLabel}"` : ''}>${label}</button></form>`;
 }
 
 export interface FieldOptions {
@@ -108,6 +109,7 @@ export function renderPage(o: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${o.title} · Tandem</title>
+<link rel="icon" href="/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/assets/app.css">
 </head>
 <body>

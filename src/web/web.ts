@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { assertCleanInput } from '../http/input-guard.ts';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
@@ -31,6 +32,39 @@ function refuseControlCharacters(scope: FastifyInstance): void {
   });
 }
 
+const FAVICON = readFileSync(new URL('./assets/favicon.svg', import.meta.url));
+
+const PAGE_HEADERS = {
+  'cache-control': 'no-store',
+  'content-security-policy': "default-src 'self'; img-src 'self' https: data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+};
+
+/**
+ * An error as a page of the site: 404 "Page not found", 500 "Something went wrong" with the
+ * request's reference (the log line has it; the page never shows the error itself), and the
+ * rest with what went wrong. With the visitor's session where the route had one.
+ */
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, status: number, message?: string): FastifyReply {
+  const session = request.session ?? null;
+  const home = session?.user ? html`<a href="/dashboard">Your programs</a>` : html`<a href="/">Back to Tandem</a>`;
+  const [title, body] =
+    status === 404
+      ? ['Page not found', html`<p>${message ?? html`There is no page at <code>${request.url.split('?')[0]}</code>.`}</p>`]
+      : status >= 500
+        ? ['Something went wrong', html`<p>This page failed on the server. Try again in a moment; if it keeps failing, report it with this reference: <code>${request.id}</code>.</p>`]
+        : [status === 429 ? 'Slow down' : 'Something is not right', html`<p>${message ?? ''}</p>`];
+  return reply
+    .code(status)
+    .headers(PAGE_HEADERS)
+    .type('text/html; charset=utf-8')
+    .send(renderPage({ title, session, body: html`<div class="card narrow"><h1>${title}</h1>${body}<p>${home}</p></div>` }));
+}
+
+/** The 404 of every path outside /api: a page, not a problem body. */
+export function notFoundPage(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendErrorPage(request, reply, 404);
+}
+
 /** The browser side: accounts, the dashboard and the connect flow, server-rendered. */
 export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   await app.register(cookie);
@@ -44,12 +78,15 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error instanceof ApiError ? error.status : error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status >= 500) request.log.error({ err: error }, 'page failed');
-    const text = status >= 500 ? `Something went wrong. Reference: ${request.id}` : error.message;
-    return reply
-      .code(status)
-      .type('text/html; charset=utf-8')
-      .send(renderPage({ title: 'Error', session: request.session, body: html`<div class="card narrow"><h1>${status === 429 ? 'Slow down' : 'Something is not right'}</h1><p>${text}</p><p><a href="/">Back to Tandem</a></p></div>` }));
+    return sendErrorPage(request, reply, status, status >= 500 ? undefined : error.message);
   });
+  // Unknown paths under /dashboard get the page with the visitor's session (its header and
+  // programs); every other path outside /api gets notFoundPage from the root (app.ts).
+  await app.register(async (dashboard) => dashboard.setNotFoundHandler(notFoundPage), { prefix: '/dashboard' });
+  // Browsers ask for /favicon.ico on pages that name no icon (the API docs, a JSON answer).
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON),
+  );
 
   await app.register(accountRoutes, services);
   await app.register(connectRoutes, services);

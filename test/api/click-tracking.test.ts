@@ -112,14 +112,21 @@ describe('POST /api/track/click', () => {
     assert.deepEqual(await clicksOf(affiliate.id), { affiliate: 0, link: 0 });
   });
 
-  it("refuses pages outside the program's domain, with no CORS answer and nothing stored", async () => {
+  it("refuses pages outside the program's domain, readably (CORS on the refusal) and with nothing stored", async () => {
     const affiliate = await newAffiliate(api);
     const before = await storedClicks();
-    for (const origin of ['https://evil.example', `https://${domain}.evil.example`, `https://not${domain}`, 'null', '']) {
+    for (const origin of ['https://evil.example', `https://${domain}.evil.example`, `https://not${domain}`, 'null', 'http://localhost:8080']) {
       const res = await click({ origin, url: `https://${domain}/?ref=${affiliate.link}`, visitorId: 'visitor-four' });
       assertProblem({ status: res.status, headers: res.headers, body: res.body }, 403, 'origin_not_allowed');
-      assert.equal(res.headers.get('access-control-allow-origin'), null);
+      // Any page may read why it was refused (never that it is allowed: no origin is echoed).
+      assert.equal(res.headers.get('access-control-allow-origin'), '*', origin);
+      assert.equal(res.body.detail.startsWith(`Pages at ${origin} are not on this program's domain (${domain}) or its subdomains: check the tag's data-program-id`), true, res.body.detail);
+      assert.match(res.body.detail, /use a program whose domain is localhost/);
     }
+    // Without an Origin (not a browser) there is nothing to allow.
+    const bare = await click({ origin: '', url: `https://${domain}/?ref=${affiliate.link}` });
+    assertProblem({ status: bare.status, headers: bare.headers, body: bare.body }, 403, 'origin_not_allowed');
+    assert.equal(bare.headers.get('access-control-allow-origin'), null);
     // Another program's domain is not this program's.
     const theirs = (await other.get('/me')).body.domain;
     assertProblem(await click({ origin: `https://${theirs}`, url: `https://${theirs}/?ref=${affiliate.link}`, visitorId: 'visitor-four' }), 403, 'origin_not_allowed');
@@ -148,7 +155,13 @@ describe('POST /api/track/click', () => {
 
   it('refuses bad input with a 4xx: program id, JSON, URL, visitor id, size', async () => {
     assertProblem(await click({ programId: 'nope', url: `https://${domain}/` }), 422, 'validation_failed');
-    assertProblem(await click({ programId: '00000000-0000-4000-8000-000000000000', url: `https://${domain}/` }), 404, 'not_found');
+    const unknown = await click({ programId: '00000000-0000-4000-8000-000000000000', url: `https://${domain}/` });
+    assertProblem(unknown, 404, 'not_found');
+    assert.match(unknown.body.detail, /^No program has the id 00000000-0000-4000-8000-000000000000 \(the tag's data-program-id\)/);
+    // Every refusal of a browser's report is readable by the page, whatever stage refused it.
+    for (const refused of [unknown, await click({ body: '{"url":' }), await click({ programId: 'nope', url: `https://${domain}/` }), await click({ body: JSON.stringify({ url: `https://${domain}/`, pad: 'x'.repeat(9000) }) })]) {
+      assert.equal(refused.headers.get('access-control-allow-origin'), '*', String(refused.status));
+    }
     assertProblem(await click({ body: '{"url":' }), 400, 'bad_request');
     assertProblem(await click({ url: 'not a url' }), 422, 'validation_failed', '#/url');
     assertProblem(await click({ url: `https://${domain}/?ref=x`, visitorId: 'bad id!' }), 422, 'validation_failed', '#/visitorId');
@@ -181,6 +194,9 @@ describe('POST /api/track/click: the per-address limit', () => {
       const refused = await send();
       assert.equal(refused.status, 429);
       assert.ok(Number(refused.headers.get('retry-after')) > 0);
+      // The page may read the refusal and its Retry-After.
+      assert.equal(refused.headers.get('access-control-allow-origin'), '*');
+      assert.match(refused.headers.get('access-control-expose-headers') ?? '', /retry-after/);
       assert.equal((await refused.json()).code, 'rate_limited');
     } finally {
       await own.close();

@@ -50,6 +50,9 @@ before(async () => {
       // 'slow': never answered; the script gives up after its timeout.
     } else if (url.pathname === '/down') {
       response.writeHead(200, { 'content-type': 'text/html' }).end(merchantPage(`http://shop.localhost:${shopPort}/fake-tandem/tracker.js`, api.programId));
+    } else if (url.pathname === '/elsewhere') {
+      // The tag of another program (one whose domain is not localhost): its reports are refused.
+      response.writeHead(200, { 'content-type': 'text/html' }).end(merchantPage(`${t.url}/tracker.js`, url.searchParams.get('program') ?? ''));
     } else if (url.pathname === '/stopped') {
       response.writeHead(200, { 'content-type': 'text/html' }).end(merchantPage(`${url.searchParams.get('tandem')}/tracker.js`, api.programId));
     } else {
@@ -187,6 +190,35 @@ describe('tracker.js on a merchant page in Chromium', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it("on a page outside the program's domain, the console says why (not a CORS error), and nothing is counted", async () => {
+    const acme = await t.createTenant({ domain: 'acme.example' });
+    const affiliate = await newAffiliate(acme);
+    const context = await newContext(browser);
+    const errors = collectPageErrors(context);
+    try {
+      const page = await context.newPage();
+      const logged: string[] = [];
+      page.on('console', (message) => logged.push(`${message.type()}: ${message.text()}`));
+      for (const [path, why] of [
+        [`/elsewhere?program=${acme.programId}&ref=${affiliate.link}`, `Tandem: Pages at http://shop.localhost:${shopPort} are not on this program's domain (acme.example) or its subdomains`],
+        [`/elsewhere?program=00000000-0000-4000-8000-000000000000&ref=${affiliate.link}`, "Tandem: No program has the id 00000000-0000-4000-8000-000000000000 (the tag's data-program-id)"],
+      ] as const) {
+        logged.length = 0;
+        const landed = await land(page, path);
+        assert.equal(landed.referral, null);
+        assert.deepEqual(landed.readyEvents, [null], 'tandem:ready still fires');
+        // The warning is written after the answer's body is read: give it a moment.
+        for (let i = 0; i < 50 && !logged.some((line) => line.includes(why)); i++) await page.waitForTimeout(50);
+        assert.ok(logged.some((line) => line.startsWith('warning: ') && line.includes(why)), `the console says why:\n${logged.join('\n')}`);
+        assert.ok(!logged.some((line) => /CORS|Access-Control-Allow-Origin/i.test(line)), `no CORS error:\n${logged.join('\n')}`);
+      }
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+    assert.equal((await acme.get(`/affiliates?id=${affiliate.id}`)).body.numberOfClicks, 0);
   });
 
   it('with Tandem stopped, the page still loads without an error', async () => {

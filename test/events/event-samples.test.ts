@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { programContext, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
-import { EVENT_TYPES } from '../../src/modules/events/outbox.ts';
+import { EVENT_TYPES, SUBSCRIBABLE_EVENT_TYPES } from '../../src/modules/events/outbox.ts';
 import { updateAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
 import { sendTestEvent } from '../../src/modules/webhooks/webhook.service.ts';
 import { AffiliateSchema } from '../../src/modules/affiliates/affiliate.schema.ts';
@@ -329,6 +329,11 @@ describe('docs/events.md samples and signatures against real events', () => {
       assert.ok(real.has(type), `this test did not make a ${type} event happen`);
       assert.ok(doc.samples.has(type), `docs/events.md has no sample of ${type} (mark it <!-- sample: ${type} -->)`);
     }
+  });
+
+  it('offers only types that are emitted: the dashboard form and POST /webhooks list SUBSCRIBABLE_EVENT_TYPES', () => {
+    const never = SUBSCRIBABLE_EVENT_TYPES.filter((type) => !(EMITTED as readonly string[]).includes(type));
+    assert.deepEqual(never, [], 'a type nothing sends is offered to subscribers: drop it from the form (the API keeps accepting contract types)');
   });
 
   it('names every other event type of the contract as reserved, and no emitted one', () => {

@@ -111,8 +111,8 @@ const REFUSED_NAMES: Array<[url: string, shown: RegExp]> = [
   ['https://mixed.test/x', /mixed\.test resolves to 10\.0\.0\.7, a private address \(private\)/],
 ];
 
-/** Public addresses: accepted. Subscribing sends nothing, so none of them is contacted. */
-const ACCEPTED = ['https://93.184.216.34/hook', 'https://1572395042/hook', 'https://1.1.1.1:8443/x', 'https://[2606:4700::1111]/hook', 'https://[2001:4860:4860::8888]/x', 'https://public.test/hook'];
+/** Public addresses: accepted. Subscribing sends nothing, so none of them is contacted. (1572395042 is 93.184.216.34: another path, or it would be the same URL.) */
+const ACCEPTED = ['https://93.184.216.34/hook', 'https://1572395042/other-hook', 'https://1.1.1.1:8443/x', 'https://[2606:4700::1111]/hook', 'https://[2001:4860:4860::8888]/x', 'https://public.test/hook'];
 
 describe('SSRF guard at subscribe time (WEBHOOK_ALLOW_PRIVATE_URLS off)', () => {
   let t: TestServer;
@@ -134,7 +134,9 @@ describe('SSRF guard at subscribe time (WEBHOOK_ALLOW_PRIVATE_URLS off)', () => 
     for (const [url, range] of REFUSED_LITERALS) {
       const res = await api.post('/webhooks', { url, events: ['*'] });
       assertProblem(res, 422, 'validation_failed', '#/url');
-      assert.match(res.body.detail, new RegExp(`^The webhook URL is refused: .* is a private address \\(${range}\\), not a public one\\.$`), url);
+      // …and names the setting that lifts the refusal, for people with a local receiver.
+      assert.match(res.body.detail, new RegExp(`^The webhook URL is refused: .* is a private address \\(${range}\\), not a public one\\. To reach a receiver on this machine or your network .*WEBHOOK_ALLOW_PRIVATE_URLS=1 \\(for local development only\\)\\.$`), url);
+      assert.match(res.body.errors[0].detail, /WEBHOOK_ALLOW_PRIVATE_URLS=1/, url);
     }
     assert.equal((await api.get('/webhooks')).body.length, 0);
     assert.deepEqual(dns.queries, [], 'address literals are never looked up');
@@ -154,6 +156,21 @@ describe('SSRF guard at subscribe time (WEBHOOK_ALLOW_PRIVATE_URLS off)', () => 
     const res = await api.post('/webhooks', { url: 'https://nowhere.test/x', events: ['*'] });
     assertProblem(res, 422, 'validation_failed', '#/url');
     assert.match(res.body.detail, /its host could not be resolved: nowhere\.test has no A or AAAA record/);
+    assert.doesNotMatch(res.body.detail, /WEBHOOK_ALLOW_PRIVATE_URLS/, 'a refusal the setting does not lift does not name it');
+  });
+
+  it('refuses plain http naming WEBHOOK_ALLOW_PRIVATE_URLS, and form errors the setting does not lift without it', async () => {
+    const http = await api.post('/webhooks', { url: 'http://receiver.example/hooks', events: ['*'] });
+    assertProblem(http, 422, 'validation_failed', '#/url');
+    assert.match(http.body.detail, /^The webhook URL is refused: it must use https\. To reach .*WEBHOOK_ALLOW_PRIVATE_URLS=1/);
+    assert.match(http.body.errors[0].detail, /^must use https\. To reach .*WEBHOOK_ALLOW_PRIVATE_URLS=1/);
+    for (const url of ['https://user:secret@receiver.example/hooks', 'ftp://receiver.example/hooks', 'not a url']) {
+      const res = await api.post('/webhooks', { url, events: ['*'] });
+      assertProblem(res, 422, 'validation_failed', '#/url');
+      assert.doesNotMatch(res.body.detail, /WEBHOOK_ALLOW_PRIVATE_URLS/, url);
+    }
+    assert.equal((await api.get('/webhooks')).body.length, 0);
+    assert.deepEqual(dns.queries.filter((q) => q.startsWith('receiver.example')), [], 'nothing refused by its form is looked up');
   });
 
   it('accepts public unicast addresses and names', async () => {

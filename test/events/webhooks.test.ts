@@ -59,6 +59,35 @@ describe('webhooks', () => {
     assert.equal((await api.get('/webhooks')).body.some((w: { id: string }) => w.id === again.id), false);
   });
 
+  it('refuses a URL the program already subscribed with 409 conflict naming the existing webhook, even when subscribes race', async () => {
+    const first = await subscribe(api, receiver.url + '/twice', ['sale.created']);
+    // The same URL as the parser normalises it (scheme case, dot segments, spaces around), whatever the events.
+    const rest = receiver.url.slice('http://'.length);
+    for (const url of [receiver.url + '/twice', `HTTP://${rest}/twice`, receiver.url + '/a/../twice', ` ${receiver.url}/twice `]) {
+      const again = await api.post('/webhooks', { url, events: ['*'] });
+      assertProblem(again, 409, 'conflict');
+      assert.equal(again.body.existingId, first.id, url);
+      assert.match(again.body.detail, new RegExp(`already sends events to ${receiver.url.replaceAll('.', '\\.')}/twice \\(webhook ${first.id}\\)`));
+    }
+    assert.equal((await api.get('/webhooks')).body.filter((w: { url: string }) => w.url === first.url).length, 1);
+    // Another path, or another program, is another endpoint.
+    const slash = await subscribe(api, receiver.url + '/twice/', ['*']);
+    const other = await t.createTenant();
+    assert.equal((await other.post('/webhooks', { url: first.url, events: ['*'] })).status, 201);
+
+    // Subscribes of one URL at the same moment: one wins, every other gets the 409 (the
+    // program's lock serialises them; there is no unique index to fall back on).
+    const raced = await Promise.all(Array.from({ length: 30 }, () => api.post('/webhooks', { url: receiver.url + '/raced', events: ['*'] })));
+    assert.deepEqual(raced.map((r) => r.status).sort(), [201, ...Array<number>(29).fill(409)], JSON.stringify(raced.map((r) => r.body)));
+    const winner = raced.find((r) => r.status === 201)!.body.id;
+    for (const r of raced.filter((r) => r.status === 409)) assert.equal(r.body.existingId, winner);
+
+    // Once deleted, the URL may be subscribed again.
+    assert.equal((await api.request('DELETE', `/webhooks?id=${first.id}`)).status, 200);
+    const renewed = await subscribe(api, receiver.url + '/twice', ['*']);
+    for (const id of [renewed.id, winner, slash.id]) assert.equal((await api.request('DELETE', `/webhooks?id=${id}`)).status, 200);
+  });
+
   it('refuses bad subscriptions with 422 and stores nothing', async () => {
     const before = (await api.get('/webhooks')).body.length;
     assertProblem(await api.post('/webhooks', { url: receiver.url, events: ['sale.exploded'] }), 422, 'validation_failed', '#/events/0');

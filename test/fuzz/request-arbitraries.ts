@@ -486,7 +486,8 @@ const VALID_BODIES: Record<string, Record<string, fc.Arbitrary<unknown>>[]> = {
   'POST /api/v1/promotional-codes': [{ couponId: pick('couponId'), code: freshLink, affiliateId: pick('affiliateId') }],
   'PUT /api/v1/promotional-codes': [{ promotionalCodeId: pick('codeId'), active: fc.boolean() }, { promotionalCodeId: pick('codeId'), maxRedemptions: fc.constantFrom(null, 1, 100), expiresAt: fc.constantFrom(null, '2099-01-01T00:00:00Z') }],
   'POST /api/v1/promotional-codes/bulk': [{ couponId: pick('couponId'), count: fc.integer({ min: 1, max: 3 }), affiliateId: pick('affiliateId') }],
-  'POST /api/v1/webhooks': [{ url: fc.constant('https://93.184.216.34/hook'), events: fc.subarray(['sale.created', 'referral.created', 'affiliate.updated'], { minLength: 1 }) }],
+  // A program subscribes one URL once (409 after): a path of its own each time, mostly.
+  'POST /api/v1/webhooks': [{ url: fc.nat({ max: 1_000_000 }).map((n) => `https://93.184.216.34/hook/${n}`), events: fc.subarray(['sale.created', 'referral.created', 'affiliate.updated'], { minLength: 1 }) }],
   'POST /api/track/click': [{ url: pick('clickUrl'), visitorId: fc.stringMatching(/^[A-Za-z0-9_-]{8,20}$/) }],
 };
 

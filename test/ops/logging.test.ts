@@ -1,9 +1,13 @@
-// Logs are JSON lines with the request id on every request line, and never contain a token.
+// Logs are JSON lines with the request id on every request line, and never contain a token —
+// unless a person reads them (a terminal, or LOG_FORMAT=pretty): then one short line per request.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { apiClient } from '../helpers/test-server.ts';
-import { seedTenant, startServerProcess, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
+import { spawn } from 'node:child_process';
+import { freePort, runTandem, seedTenant, startServerProcess, tandemBin, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
+import { isExecutableFile } from '../helpers/executables.ts';
+import { formatLogLine } from '../../src/logging.ts';
 
 describe('structured logs', () => {
   let database: TestDatabase;
@@ -43,5 +47,112 @@ describe('structured logs', () => {
     for (const line of incoming) assert.equal((line.req as { headers: Record<string, string> }).headers.authorization, '[redacted]');
     assert.ok(!server.output().includes(tenant.token), 'the token is not in the log');
     assert.ok(!server.output().includes(tenant.token.slice(4)), 'nor its secret part');
+  });
+});
+
+/** What a terminal shows, without colours and carriage returns. */
+const ESC = String.fromCharCode(27);
+const plain = (text: string) => text.replaceAll(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '').replace(/\r/g, '');
+
+describe('human-readable logs (LOG_FORMAT=pretty, the default on a terminal)', () => {
+  let database: TestDatabase;
+  let tenant: Tenant;
+
+  before(async () => {
+    database = await createTestDatabase();
+    tenant = await seedTenant(database.url);
+  });
+  after(async () => {
+    await database?.drop();
+  });
+
+  it('writes one short line per request (method, URL, status, time), never a token, and the start lines', async () => {
+    const server = await startServerProcess({ databaseUrl: database.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } });
+    try {
+      const api = apiClient(server.url, tenant.token, tenant.programId);
+      assert.equal((await api.get('/me')).status, 200);
+      assert.equal((await api.post('/affiliates', { firstName: 1 })).status, 422);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const output = server.output();
+      const lines = output.split('\n').filter(Boolean);
+      assert.ok(!lines.some((line) => line.startsWith('{')), `no JSON lines:\n${output}`);
+      assert.ok(!output.includes('\u001b['), 'no colours when stdout is not a terminal');
+      const requests = lines.filter((line) => / \/api\/v1\//.test(line));
+      assert.deepEqual(
+        requests.map((line) => line.replace(/ [\d.]+ ms$/, ' N ms')),
+        [/^\d{2}:\d{2}:\d{2} /.exec(requests[0]!)![0] + 'GET /api/v1/me 200 N ms', /^\d{2}:\d{2}:\d{2} /.exec(requests[1]!)![0] + 'POST /api/v1/affiliates 422 N ms'],
+        output,
+      );
+      assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} Tandem is serving on http:\/\/127\.0\.0\.1:\d+ \(site URL http:\/\/tandem\.test\); dashboard at http:\/\/tandem\.test\/dashboard, API docs at http:\/\/tandem\.test\/docs$/.test(line)), output);
+      assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} Next: log in at http:\/\/tandem\.test\/login$/.test(line)), `an account exists: the next step is to log in\n${output}`);
+      assert.ok(!output.includes(tenant.token.slice(4)), 'the token is not in the log');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('says to sign up first on a fresh instance', async () => {
+    const fresh = await createTestDatabase();
+    const server = await startServerProcess({ databaseUrl: fresh.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });
+    try {
+      const lines = server
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg?: string });
+      assert.ok(lines.some((l) => l.msg?.startsWith('Tandem is serving on ')), server.output());
+      assert.ok(lines.some((l) => l.msg === "Next: open http://tandem.test/signup to create the first account (it becomes this Tandem's operator), or run: tandem user create --email you@example.com --password '…'"), server.output());
+    } finally {
+      await server.stop();
+      await fresh.drop();
+    }
+  });
+
+  it('refuses an unknown LOG_FORMAT with a one-line reason', async () => {
+    const result = await runTandem(['migrate'], { databaseUrl: database.url, env: { LOG_FORMAT: 'fancy' } });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /^tandem: LOG_FORMAT must be pretty or json, got "fancy"$/m);
+  });
+
+  const hasScript = isExecutableFile('/usr/bin/script');
+  it('is the default on a terminal, in colour; LOG_FORMAT=json keeps JSON there', { skip: !hasScript && '/usr/bin/script (util-linux) is not installed: no terminal to run in' }, async () => {
+    for (const format of ['', 'json']) {
+      const port = await freePort();
+      // script(1) runs the server on a pseudo-terminal, as a person starting it would.
+      const child = spawn('/usr/bin/script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(tandemBin)} serve`, '/dev/null'], {
+        env: { ...process.env, DATABASE_URL: database.url, HOST: '127.0.0.1', PORT: String(port), SITE_URL: 'http://tandem.test', LOG_LEVEL: 'info', LOG_FORMAT: format },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      try {
+        for (let i = 0; i < 300 && !/Tandem is serving/.test(output); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+        for (let i = 0; i < 50 && !/healthz/.test(output); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+        if (format === 'json') {
+          assert.ok(plain(output).split('\n').some((line) => line.startsWith('{') && (JSON.parse(line) as { msg?: string }).msg?.startsWith('Tandem is serving')), output);
+        } else {
+          assert.ok(output.includes(`${ESC}[32m200${ESC}[0m`), 'the status in colour');
+          assert.match(plain(output), /^\d{2}:\d{2}:\d{2} GET \/healthz 200 [\d.]+ ms$/m, output);
+          assert.ok(!plain(output).split('\n').some((line) => line.startsWith('{')), output);
+        }
+      } finally {
+        process.kill(-child.pid!, 'SIGTERM');
+        await exited;
+      }
+    }
+  });
+});
+
+describe('formatLogLine', () => {
+  it("shows an error's stack and an e-mail written to the log, indented under their line", () => {
+    const error = formatLogLine(JSON.stringify({ level: 50, time: Date.UTC(2026, 0, 2, 3, 4, 5), msg: 'request failed', reqId: 'r1', err: { message: 'boom', stack: 'Error: boom\n    at here' } }));
+    assert.equal(error, '03:04:05 ERROR request failed\n  Error: boom\n      at here');
+    const mail = formatLogLine(JSON.stringify({ level: 30, time: Date.UTC(2026, 0, 2, 3, 4, 5), msg: 'e-mail written to the log (SMTP_URL is not set)', mail: { to: 'a@example.com', from: 'T <t@example.com>', subject: 'Sign in', text: 'Open this link:\nhttps://x/login/abc' } }));
+    assert.equal(mail, '03:04:05 e-mail written to the log (SMTP_URL is not set)\n  To: a@example.com\n  From: T <t@example.com>\n  Subject: Sign in\n\n  Open this link:\n  https://x/login/abc');
+    assert.equal(formatLogLine(JSON.stringify({ level: 40, time: 0, msg: 'e-mail not sent', attempts: 2 })), '00:00:00 WARN e-mail not sent attempts=2');
+    assert.equal(formatLogLine('not json'), 'not json');
   });
 });

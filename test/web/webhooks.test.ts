@@ -168,6 +168,23 @@ describe('dashboard: webhooks', () => {
     assert.equal(await count(), before);
   });
 
+  it('refuses a URL the program already has, beside the field', async () => {
+    const hooks = await receiver();
+    const { id } = await createEndpoint(`${hooks.url}/twice`, ['sale.created']);
+    const count = async () => (await db().selectFrom('webhooks').select('id').where('program_id', '=', program.id).execute()).length;
+    const before = await count();
+    const again = await addEndpoint(program.base, `${hooks.url}/twice`, ['*']);
+    assert.equal(again.status, 409);
+    assert.match(again.text, /id="f-url-error">This program already sends events to this URL \(see it in the list above\)\. To change its event types, delete it and add it again\.</);
+    assert.match(again.text, /class="flash error"[^>]*>Check the highlighted fields\.</);
+    assert.doesNotMatch(again.text, /new-secret/);
+    assert.equal(await count(), before, 'nothing stored');
+    // Another program of the same owner may send to the same URL.
+    const elsewhere = await addEndpoint(otherProgram.base, `${hooks.url}/twice`, ['*']);
+    assert.equal(elsewhere.status, 200, elsewhere.text.slice(0, 500));
+    assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, {})).status, 303);
+  });
+
   it('sends a test event: the receiver gets it signed, and the detail page shows the attempt', async () => {
     const hooks = await receiver(200, 'thanks, got it');
     const { id, secret } = await createEndpoint(`${hooks.url}/test-event`);
@@ -193,6 +210,42 @@ describe('dashboard: webhooks', () => {
     assert.match(attempt!.html, /<time datetime="\d{4}-\d{2}-\d{2}T[\d:.]+Z">\d{4}-\d{2}-\d{2}<br>\d{2}:\d{2}:\d{2} UTC<\/time>/);
     assert.match(attempt!.html, /Delivered/);
     assert.equal(hooks.received.length, 1, 'sent to this endpoint only once');
+  });
+
+  it('answers dashboard.js with JSON: the test event queued, then its outcome; never another program\'s', async () => {
+    const hooks = await receiver(200, 'json please');
+    const { id } = await createEndpoint(`${hooks.url}/json-test`);
+    const csrf = await owner.csrf(webhookPath(id));
+    const sent = await owner.request('POST', `${webhookPath(id)}/test`, new URLSearchParams({ _csrf: csrf }).toString());
+    assert.equal(sent.status, 303, 'a form post without Accept: application/json still redirects');
+    const asked = await fetch(new URL(`${webhookPath(id)}/test`, test.url), {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', cookie: `tandem_session=${owner.cookie('tandem_session')}` },
+      body: new URLSearchParams({ _csrf: csrf }).toString(),
+    });
+    assert.equal(asked.status, 200);
+    const { eventId, result } = (await asked.json()) as { eventId: string; result: string };
+    assert.match(eventId, /^evt_/);
+    assert.equal(result, `${webhookPath(id)}/test/${eventId}`);
+    let outcome: any;
+    await waitUntil(async () => {
+      outcome = JSON.parse((await owner.get(result)).text);
+      return outcome.state === 'delivered';
+    }, 'the test event to be delivered');
+    assert.deepEqual(Object.keys(outcome).sort(), ['attempts', 'lastAttempt', 'nextAttemptAt', 'state', 'worker']);
+    assert.equal(outcome.lastAttempt.statusCode, 200);
+    assert.equal(outcome.lastAttempt.responseExcerpt, 'json please');
+    assert.equal(outcome.worker, true);
+    // Without the CSRF token: refused, nothing queued.
+    const forged = await fetch(new URL(`${webhookPath(id)}/test`, test.url), { method: 'POST', headers: { accept: 'application/json', cookie: `tandem_session=${owner.cookie('tandem_session')}` } });
+    assert.equal(forged.status, 403);
+    // Another program's view of it, an unknown event, an event of another endpoint: 404.
+    const other = await createEndpoint(`${hooks.url}/json-other`);
+    assert.equal((await stranger.get(`${webhookPath(id, strangerProgram.base)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id, otherProgram.base)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id)}/test/evt_nope`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(other.id)}/test/${eventId}`)).status, 404);
+    assert.equal((await owner.get(`${webhookPath(id)}/test/${encodeURIComponent("'; drop table x")}`)).status, 404);
   });
 
   it("shows a failing endpoint's attempts with their HTTP status and excerpt, or the connection error", async () => {
@@ -474,5 +527,36 @@ describe('dashboard: webhooks', () => {
 
     const forged = Buffer.from(JSON.stringify(['2025-01-01T00:00:00.000Z', 'abc'])).toString('base64url');
     assert.equal((await owner.get(`${webhookPath(id)}?cursor=${forged}`)).status, 400, 'a forged cursor is refused (400), not a 500');
+  });
+});
+
+describe('dashboard: webhooks without WEBHOOK_ALLOW_PRIVATE_URLS', () => {
+  // Nothing here reaches any address: refusals come from the URL's form and address literals
+  // (no DNS), and the server runs no worker.
+  let strict: TestServer;
+  let merchant: BrowserSession;
+  let shop: { id: string; base: string };
+
+  before(async () => {
+    strict = await startTestServer({ webhookAllowPrivateUrls: false, worker: false });
+    merchant = await BrowserSession.signUp(strict.url, uniqueEmail('strict'));
+    shop = await merchant.createProgram({ name: 'Strict Shop', domain: 'strict.example' });
+  });
+  after(async () => {
+    await strict?.close();
+  });
+
+  it('names WEBHOOK_ALLOW_PRIVATE_URLS in the help and beside a refused local or plain-http URL', async () => {
+    const page = await merchant.page(`${shop.base}/webhooks`);
+    assert.match(page, /id="f-url-help">[^<]*an https URL on a public host\. A receiver on this machine or your network needs WEBHOOK_ALLOW_PRIVATE_URLS=1/);
+    for (const url of ['https://127.0.0.1:8443/hooks', 'https://[::1]/hooks', 'https://192.168.1.20/hooks', 'http://receiver.example/hooks']) {
+      const refused = await addEndpoint(shop.base, url, ['*'], merchant);
+      assert.equal(refused.status, 422, url);
+      assert.match(refused.text, /id="f-url-error">[^<]*(private address|Must use https)[^<]*To reach a receiver on this machine or your network[^<]*WEBHOOK_ALLOW_PRIVATE_URLS=1 \(for local development only\)\.</, url);
+    }
+    const credentials = await addEndpoint(shop.base, 'https://user:pw@receiver.example/x', ['*'], merchant);
+    assert.match(credentials.text, /id="f-url-error">Must not carry a user name or password\.</);
+    assert.doesNotMatch(credentials.text, /id="f-url-error">[^<]*WEBHOOK_ALLOW_PRIVATE_URLS/, 'a refusal the setting does not lift does not name it');
+    assert.equal((await rawDb(strict).selectFrom('webhooks').select('id').execute()).length, 0);
   });
 });

@@ -20,7 +20,7 @@ export const serverCommands = {
     async run(config) {
       const server = await startServer(config);
       closeOnSignals(server);
-      server.app.log.info(`Tandem is serving on ${server.url} (site URL ${config.siteUrl}); API docs at ${config.siteUrl}/docs`);
+      await server.announce();
     },
   },
   worker: {

@@ -58,3 +58,30 @@ export function purgeClicksBefore(db: Db, beforeDay: string): Promise<number> {
       .executeTakeFirst(),
   );
 }
+
+export interface LastClickRow {
+  created_at: string | Date;
+  landing_url: string;
+  /** Null when the link was deleted since. */
+  link: string | null;
+  first_name: string;
+  last_name: string;
+}
+
+/**
+ * The program's newest stored click, with its link and affiliate. Read newest day first over
+ * the (program_id, day) index, then that day's rows by time: no index of its own, so counting
+ * a click (the hot path) writes nothing more for it.
+ */
+export function findLastClick(db: Db, programId: string): Promise<LastClickRow | undefined> {
+  return db
+    .selectFrom('clicks as c')
+    .innerJoin('affiliates as a', 'a.id', 'c.affiliate_id')
+    .leftJoin('affiliate_links as l', 'l.id', 'c.link_id')
+    .select(['c.created_at', 'c.landing_url', 'l.link', 'a.first_name', 'a.last_name'])
+    .where('c.program_id', '=', programId)
+    .orderBy('c.day', 'desc')
+    .orderBy('c.created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst() as Promise<LastClickRow | undefined>;
+}

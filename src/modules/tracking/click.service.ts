@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import type { Clock } from '../../domain/clock.ts';
+import { toIso, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
@@ -9,7 +9,7 @@ import type { ProgramRow } from '../programs/program.service.ts';
 import { assertCreditable } from '../ledger/credit.ts';
 import { addClickToCounters } from '../ledger/ledger.repository.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
-import { insertClickOnce } from './click.repository.ts';
+import { findLastClick, insertClickOnce, totalClicks } from './click.repository.ts';
 
 // Clicks on affiliate links, as the tracking script (/tracker.js) reports them from a
 // merchant's page: counted once per visitor, link and UTC day, for active affiliates only,
@@ -148,5 +148,28 @@ export async function recordClick(db: Db, clock: Clock, counting: ClickCounting,
 
 /** 403 for a page outside the program's site: its clicks are not the program's to count. */
 export function originRefused(origin: string | undefined, domain: string): ApiError {
-  return new ApiError('origin_not_allowed', origin ? `Pages at ${origin} are not on this program's domain (${domain}).` : 'The request has no Origin header: clicks come from the tracking script in a browser.');
+  return new ApiError(
+    'origin_not_allowed',
+    origin
+      ? `Pages at ${origin} are not on this program's domain (${domain}) or its subdomains: check the tag's data-program-id, or the program's domain on the dashboard's Settings. To try the tag on this machine, use a program whose domain is localhost (any port of localhost and *.localhost may report).`
+      : 'The request has no Origin header: clicks come from the tracking script in a browser.',
+  );
+}
+
+/** The newest counted click of a program, as the dashboard's Settings shows it (null: none stored). */
+export interface LastClick {
+  at: string;
+  landingUrl: string;
+  link: string | null;
+  affiliateName: string;
+}
+
+/**
+ * The newest click still stored, or — when there is none — whether the program ever counted
+ * one (its rows were purged after CLICK_RETENTION_DAYS; the counters keep every click).
+ */
+export async function lastCountedClick(db: Db, programId: string): Promise<LastClick | { everCounted: boolean }> {
+  const row = await findLastClick(db, programId);
+  if (!row) return { everCounted: (await totalClicks(db, programId)) > 0 };
+  return { at: toIso(row.created_at), landingUrl: row.landing_url, link: row.link, affiliateName: `${row.first_name} ${row.last_name}` };
 }

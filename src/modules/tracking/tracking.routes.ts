@@ -41,7 +41,14 @@ function allowOrigin(reply: FastifyReply, origin: string): void {
 async function programOf(request: FastifyRequest, db: AppServices['db']): Promise<ProgramRow> {
   const { programId } = request.query as { programId?: string };
   if (programId === undefined || !isUuid(programId)) throw invalidField('#/programId', 'must be the program id (data-program-id)');
-  return getProgram(db, programId.toLowerCase());
+  try {
+    return await getProgram(db, programId.toLowerCase());
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'not_found') {
+      throw new ApiError('not_found', `No program has the id ${programId} (the tag's data-program-id): copy the tag again from the dashboard's Settings.`);
+    }
+    throw error;
+  }
 }
 
 export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, clock, config }) => {
@@ -59,6 +66,18 @@ export const trackingRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
     } catch {
       done(new ApiError('bad_request', 'The request body is not valid JSON.'), undefined);
     }
+  });
+
+  // A refused report answers with CORS headers too, so the page (and its developer tools) can
+  // read why — a page outside the program's domain, an unknown program id — instead of the
+  // browser's bare "blocked by CORS policy". Any origin may read a refusal: it says nothing a
+  // page could not learn otherwise (the request needs no credentials and sends none). A
+  // preflight stays refused: the script never sends one.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.method === 'POST' && reply.statusCode >= 400 && request.headers.origin !== undefined && !reply.hasHeader('access-control-allow-origin')) {
+      reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'retry-after, x-request-id');
+    }
+    return payload;
   });
 
   app.get('/tracker.js', { schema: { hide: true } }, async (_request, reply) =>

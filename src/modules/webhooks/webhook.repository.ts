@@ -40,6 +40,11 @@ export function countWebhooks(db: Db | Tx, programId: string): Promise<number> {
     .then((r) => Number(r.n));
 }
 
+/** The program's subscription to exactly this URL (as stored: normalised by the URL parser), if any. */
+export function findWebhookByUrl(tx: Tx, programId: string, url: string) {
+  return tx.selectFrom('webhooks').select('id').where('program_id', '=', programId).where('url', '=', url).executeTakeFirst();
+}
+
 export function findWebhook(db: Db | Tx, programId: string, id: string) {
   return db.selectFrom('webhooks').selectAll().where('program_id', '=', programId).where('id', '=', id).executeTakeFirst();
 }
@@ -92,6 +97,27 @@ export async function webhookDeliveryStats(db: Db, webhookIds: string[]) {
   // Held deliveries (of a disabled endpoint) are waiting too.
   for (const r of rows) stats.get(r.webhook_id)![r.state === 'failed' ? 'failed' : 'pending'] += Number(r.n);
   return stats;
+}
+
+/** The delivery of one event to one subscription, with its latest attempt (if any yet). */
+export async function findDeliveryOfEvent(db: Db, webhookId: string, eventId: string) {
+  const delivery = await db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'state', 'attempts', 'next_attempt_at'])
+    .where('event_id', '=', eventId)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  if (!delivery) return undefined;
+  const attempt = await db
+    .selectFrom('webhook_attempts')
+    .select(['attempted_at', 'status_code', 'duration_ms', 'response_excerpt', 'error'])
+    .where('webhook_id', '=', webhookId)
+    .where('delivery_id', '=', delivery.id)
+    .orderBy('attempted_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return { delivery, attempt };
 }
 
 /** A subscription's attempts, newest first, with the event type. */

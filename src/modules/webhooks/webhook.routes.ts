@@ -18,9 +18,9 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
       schema: {
         tags: ['Webhooks'],
         summary: 'Subscribe a URL to events',
-        description: 'Subscribes an `https` URL to event types (`["*"]` for all). The answer carries the `whsec_` signing secret, shown once.',
+        description: 'Subscribes an `https` URL to event types (`["*"]` for all). The answer carries the `whsec_` signing secret, shown once. A URL the program already subscribed is a 409 conflict whose `existingId` is that webhook.',
         body: CreateWebhookBody,
-        response: { 201: CreatedWebhookSchema, ...errorResponses(['rate_limited', "too many webhook host-name lookups are waiting for this program"]) },
+        response: { 201: CreatedWebhookSchema, ...errorResponses(['rate_limited', "too many webhook host-name lookups are waiting for this program"], ['conflict', 'the program already subscribed this URL; existingId names that webhook']) },
       },
     },
     async (request, reply) =>

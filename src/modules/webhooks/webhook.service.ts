@@ -1,7 +1,7 @@
 import { toIso, toIsoOrNull } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
-import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
@@ -13,6 +13,8 @@ import {
   countWebhooks,
   deleteWebhookRow,
   findWebhook,
+  findWebhookByUrl,
+  findDeliveryOfEvent,
   insertDelivery,
   insertWebhook,
   lockProgram,
@@ -45,6 +47,17 @@ function refusedUrl(why: string, detail = why): ApiError {
 }
 
 /**
+ * What a refusal the operator can lift adds: the setting that lifts it, so someone trying
+ * Tandem out with a receiver on their own machine knows what to set (and that it is for
+ * development only).
+ */
+export const ALLOW_PRIVATE_HINT = 'To reach a receiver on this machine or your network (plain http, a private address), start Tandem with WEBHOOK_ALLOW_PRIVATE_URLS=1 (for local development only)';
+
+function refusedUnlessAllowed(why: string, detail = why): ApiError {
+  return refusedUrl(`${why}. ${ALLOW_PRIVATE_HINT}`, `${detail}. ${ALLOW_PRIVATE_HINT}`);
+}
+
+/**
  * Checks a webhook URL as the contract asks: https and a host whose every address is public,
  * unless the operator allows private ones (then nothing is looked up). The lookup counts
  * against the program's DNS bound (webhook-dns.ts).
@@ -54,7 +67,11 @@ export async function checkWebhookUrl(raw: string, options: { allowPrivate: bool
   try {
     url = parseWebhookUrl(raw.trim(), options.allowPrivate);
   } catch (error) {
-    if (error instanceof UnsafeUrlError) throw refusedUrl(`it ${error.message}`, error.message);
+    if (error instanceof UnsafeUrlError) {
+      // Plain http is what the operator's setting allows; the other form errors it does not lift.
+      if (!options.allowPrivate && /^http:/i.test(raw.trim()) && error.message === 'must use https') throw refusedUnlessAllowed(`it ${error.message}`, error.message);
+      throw refusedUrl(`it ${error.message}`, error.message);
+    }
     throw error;
   }
   if (!options.allowPrivate) {
@@ -63,7 +80,8 @@ export async function checkWebhookUrl(raw: string, options: { allowPrivate: bool
     } catch (error) {
       if (!(error instanceof WebhookDnsError)) throw error;
       if (error.code === 'EBUSY') throw new ApiError('rate_limited', 'Too many webhook host lookups are waiting for this program; retry shortly.');
-      throw refusedUrl(error.code === 'EPRIVATE' ? error.message : `its host could not be resolved: ${error.message}`);
+      if (error.code === 'EPRIVATE') throw refusedUnlessAllowed(error.message);
+      throw refusedUrl(`its host could not be resolved: ${error.message}`);
     }
   }
   return url.toString();
@@ -98,6 +116,15 @@ export async function createWebhook(
     // The program's row lock serialises its subscribes (PostgreSQL; SQLite has one writer), so
     // the count and the insert are one step and concurrent creates cannot pass the cap together.
     await lockProgram(tx, program.id);
+    // Under the same lock, so two subscribes of one URL at once cannot both pass (no unique
+    // index: subscriptions made twice before this check stay as they were, each with its secret).
+    const existing = await findWebhookByUrl(tx, program.id, url);
+    if (existing) {
+      throw Object.assign(
+        conflict(`This program already sends events to ${url} (webhook ${existing.id}). To change its event types, delete that webhook and subscribe again.`),
+        { existingId: existing.id },
+      );
+    }
     if ((await countWebhooks(tx, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
       throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
     }
@@ -144,6 +171,31 @@ export async function sendTestEvent(db: Db, program: ProgramContext, id: string)
     await insertDelivery(tx, webhook, eventId, now);
     return eventId;
   });
+}
+
+/** Where one event's delivery to one endpoint stands: what the dashboard's "Send test" shows. */
+export interface DeliveryOfEvent {
+  state: 'pending' | 'delivered' | 'failed' | 'held';
+  attempts: number;
+  /** When it is tried next, while pending. */
+  nextAttemptAt: string | null;
+  lastAttempt: { at: string; statusCode: number | null; durationMs: number; error: string | null; responseExcerpt: string | null } | null;
+}
+
+/** 404 when the program has no such webhook, or the webhook no delivery of the event. */
+export async function getDeliveryOfEvent(db: Db, programId: string, webhookId: string, eventId: string): Promise<DeliveryOfEvent> {
+  const webhook = await getWebhook(db, programId, webhookId);
+  const found = /^evt_[A-Za-z0-9_-]{1,64}$/.test(eventId) ? await findDeliveryOfEvent(db, webhook.id, eventId) : undefined;
+  if (!found) throw notFound('A delivery of this event to this webhook');
+  const { delivery, attempt } = found;
+  return {
+    state: delivery.state,
+    attempts: Number(delivery.attempts),
+    nextAttemptAt: delivery.state === 'pending' ? toIso(delivery.next_attempt_at) : null,
+    lastAttempt: attempt
+      ? { at: toIso(attempt.attempted_at), statusCode: attempt.status_code, durationMs: Number(attempt.duration_ms), error: attempt.error, responseExcerpt: attempt.response_excerpt }
+      : null,
+  };
 }
 
 /** Sends one event to the endpoint again, whatever its state. */

@@ -65,7 +65,13 @@
         keepalive: true,
         signal: abort ? abort.signal : undefined
       })
-        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (r) {
+          if (r.ok) return r.json();
+          // A set-up mistake (a page outside the program's domain, a wrong program id) says so
+          // in the console; other refusals (limits, inactive affiliates) stay quiet.
+          if (r.status === 403 || r.status === 404) r.json().then(function (p) { if (w.console && p.detail) console.warn('Tandem: ' + p.detail); }, function () {});
+          return null;
+        })
         .then(function (a) {
           if (!a || !a.referral) return;
           if (t.referral && a.attribution === 'first') return;

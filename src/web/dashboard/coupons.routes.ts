@@ -14,7 +14,7 @@ import { createPromotionalCode, getPromotionalCode, updatePromotionalCode } from
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
-import { formatAmount, formatTime, statusBadge } from './format.ts';
+import { formatAmount, formatRedeemed, formatTime, statusBadge } from './format.ts';
 import {
   apiBody,
   checkboxField,
@@ -134,7 +134,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
         <h2 id="coupon-${coupon.id}">${coupon.name}</h2>
         <a class="button small" href="${base}/coupons/${coupon.id}/codes/new">Add a code</a>
       </div>
-      <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · redeemed ${redeemed.get(coupon.id) ?? 0}${coupon.maxRedemptions === null ? '' : ` of ${coupon.maxRedemptions}`} times${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
+      <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatRedeemed(redeemed.get(coupon.id) ?? 0, coupon.maxRedemptions)}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
       ${coupon.promotionalCodes.length === 0
         ? html`<p class="muted">No codes yet. Customers redeem a coupon through a code: <a href="${base}/coupons/${coupon.id}/codes/new">add one</a> for each affiliate.</p>`
         : html`<div class="table-wrap"><table>
@@ -255,7 +255,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
       <div class="page-head"><h1>Code <code>${code.code}</code></h1></div>
       <form class="card" method="post" action="${base}/coupons/codes/${code.id}" novalidate>
         ${csrfField(request.session!)}
-        <p class="muted">Coupon: ${code.coupon.name} · redeemed ${code.timesRedeemed} times.</p>
+        <p class="muted">Coupon: ${code.coupon.name} · ${formatRedeemed(code.timesRedeemed)}.</p>
         ${checkboxField({ label: 'Active', name: 'active', checked: shown.active === 'on', help: 'An inactive code cannot be redeemed.' }, errors)}
         <div class="form-grid">
           ${affiliateField(shown.affiliateEmail, errors)}

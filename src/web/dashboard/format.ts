@@ -26,6 +26,12 @@ export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
 }
 
+/** "redeemed 1 time", "redeemed 3 times", "redeemed 2 of 5 times": the noun agrees with the last number said. */
+export function formatRedeemed(count: number, max: number | null = null): string {
+  const last = max ?? count;
+  return `redeemed ${formatCount(count)}${max === null ? '' : ` of ${formatCount(max)}`} ${last === 1 ? 'time' : 'times'}`;
+}
+
 /** A <time> element reading "2026-11-22 14:05 UTC". */
 export function formatTime(value: string | Date | null, empty = '—'): SafeHtml | string {
   if (value === null) return empty;

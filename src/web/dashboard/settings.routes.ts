@@ -4,6 +4,7 @@ import { addIntegration, listIntegrations, removeIntegration } from '../../modul
 import { MAX_HOLD_DAYS, updateProgram, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
 import { connectStripe, getStripeStatus } from '../../modules/billing/stripe.service.ts';
+import { lastCountedClick } from '../../modules/tracking/click.service.ts';
 import { formatTime } from './format.ts';
 import { html } from '../html.ts';
 import { csrfField, postButton, renderPage } from '../layout.ts';
@@ -104,6 +105,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const stripeUrl = `${config.siteUrl}/api/billing/stripe/${program.id}`;
     const integrationErrors = failed?.section === 'integration' ? failed.errors : noErrors;
     const integrationValues = failed?.section === 'integration' ? failed.values : {};
+    const lastClick = await lastCountedClick(db, program.id);
 
     const body = html`
       <div class="page-head"><h1>Settings</h1></div>
@@ -183,6 +185,20 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
           <button type="button" class="secondary" data-copy="tracker-tag" hidden>Copy</button>
         </div>
         <p class="muted" id="tracker-tag-status" role="status"></p>
+        <h3 id="tracking-local">Trying it on this machine</h3>
+        ${program.domain === 'localhost'
+          ? html`<p>This program's domain is <code>localhost</code>: pages at <code>http://localhost</code> and <code>http://*.localhost</code>, on any port, may report clicks.
+              Put the tag on such a page and open it with <code>?${program.referralParam}=</code> and an affiliate's link, such as <code>http://localhost:8080/?${program.referralParam}=jane</code>.</p>`
+          : html`<p>Only pages of ${program.domain} and its subdomains may report clicks: a page at <code>http://localhost</code> is refused, and the browser's console says why.
+              To try the tag on your machine, <a href="/dashboard#new-program">create a test program</a> whose domain is <code>localhost</code>, put that program's tag on a page served at
+              <code>http://localhost:&lt;any port&gt;</code>, and open it with <code>?${program.referralParam}=</code> and one of its affiliates' links.
+              An address such as 127.0.0.1 cannot be a program's domain; <code>localhost</code> is the one local name that works without further set-up.</p>`}
+        <p data-stat="last-click">${'at' in lastClick
+          ? html`Last click counted: ${formatTime(lastClick.at)}, on ${lastClick.link === null ? 'a deleted link' : html`the link <code>${lastClick.link}</code>`} of ${lastClick.affiliateName}, landing on <code class="url">${lastClick.landingUrl}</code>.`
+          : lastClick.everCounted
+            ? `No click in the last ${config.clickRetentionDays} ${config.clickRetentionDays === 1 ? 'day' : 'days'}.`
+            : 'No click received yet.'}</p>
+        <p class="muted">Only counted clicks appear here: not a visitor's repeat on the same link the same day, a bot, or a refused report. Click rows are kept ${config.clickRetentionDays} ${config.clickRetentionDays === 1 ? 'day' : 'days'}.</p>
       </section>
 
       <section class="card" aria-labelledby="integrations">

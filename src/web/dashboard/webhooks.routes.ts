@@ -11,6 +11,7 @@ import {
   deleteWebhook,
   enableWebhook,
   getAttemptPage,
+  getDeliveryOfEvent,
   getWebhook,
   getWebhookPageWithCounts,
   getWebhookWithCounts,
@@ -91,8 +92,10 @@ function disabledNotice(w: WebhookWithCounts, disableAfter: string): SafeHtml {
 
 function eventCheckboxes(checked: string[], errors: FormErrors): SafeHtml {
   const error = errors.fields.events;
+  // "All events" carries data-events-all: dashboard.js disables the single types while it is
+  // checked (without script, the server refuses both at once).
   const box = (value: string, id: string, label: SafeHtml | string) =>
-    html`<div class="check"><input type="checkbox" id="${id}" name="events" value="${value}"${checked.includes(value) ? html` checked` : ''}> <label for="${id}">${label}</label></div>`;
+    html`<div class="check"><input type="checkbox" id="${id}" name="events" value="${value}"${value === '*' ? html` data-events-all` : ''}${checked.includes(value) ? html` checked` : ''}> <label for="${id}">${label}</label></div>`;
   return html`<fieldset class="field event-choice${error ? ' has-error' : ''}" aria-describedby="f-events-help${error ? ' f-events-error' : ''}">
     <legend>Events <span class="req" aria-hidden="true">*</span></legend>
     ${box('*', 'f-events-all', 'All events, including types added later')}
@@ -124,6 +127,11 @@ function createBodyOf(form: FormValues, events: string[]): CreateWebhookBody {
   const body = { url, events };
   assertValidBody(CreateWebhookBody, body);
   return body;
+}
+
+/** Whether the request is dashboard.js asking for a JSON answer instead of a page. */
+function wantsJson(request: FastifyRequest): boolean {
+  return /\bapplication\/json\b/.test(request.headers.accept ?? '');
 }
 
 function attemptResult(a: { status_code: number | null; error: string | null }): SafeHtml {
@@ -167,7 +175,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
             <p class="muted" id="new-secret-status" role="status"></p>
             <p>Endpoint: <code class="url">${created.url}</code></p>
             <div class="actions">
-              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { className: 'small' })}
+              ${postButton(session, `${base}/webhooks/${created.id}/test`, 'Send a test event', { className: 'small', formClass: 'send-test' })}
               <a href="${base}/webhooks/${created.id}">See its deliveries</a>
             </div>
           </section>`
@@ -190,7 +198,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
                 <td class="num" data-count="failed">${formatCount(w.failed)}</td>
                 <td><div class="row-actions">
                   ${w.disabled_at === null
-                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send test to ${w.url}` })
+                    ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send test to ${w.url}`, formClass: 'send-test' })
                     : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
                   ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}`, confirm: `Delete the endpoint ${w.url}? It receives no more events.` })}
                 </div></td>
@@ -202,7 +210,9 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <h2 id="add-webhook">Add an endpoint</h2>
         <form method="post" action="${base}/webhooks" novalidate>
           ${csrfField(session)}
-          ${textField({ label: 'URL', name: 'url', type: 'url', value: options.values?.url, required: true, autocomplete: 'off', help: config.webhookAllowPrivateUrls ? 'Where Tandem POSTs the events.' : 'Where Tandem POSTs the events: an https URL on a public host.' }, errors)}
+          ${textField({ label: 'URL', name: 'url', type: 'url', value: options.values?.url, required: true, autocomplete: 'off', help: config.webhookAllowPrivateUrls
+            ? 'Where Tandem POSTs the events. This Tandem also allows http and private addresses (WEBHOOK_ALLOW_PRIVATE_URLS is on).'
+            : 'Where Tandem POSTs the events: an https URL on a public host. A receiver on this machine or your network needs WEBHOOK_ALLOW_PRIVATE_URLS=1 on the Tandem server (development only).' }, errors)}
           ${eventCheckboxes(options.events ?? ['*'], errors)}
           <button type="submit">Add endpoint</button>
         </form>
@@ -226,7 +236,13 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
       const created = await createWebhook(db, context, createBodyOf(form, events), { allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config), tokenId: null });
       return listPage(request, reply, { created });
     } catch (error) {
-      return listPage(request, reply, { values: form, events, errors: formErrorsOf(error) });
+      const errors = formErrorsOf(error);
+      // The URL is subscribed already: say so beside the field, as the form's other URL errors.
+      if (error instanceof ApiError && error.code === 'conflict' && error.existingId !== undefined) {
+        errors.fields.url = 'This program already sends events to this URL (see it in the list above). To change its event types, delete it and add it again.';
+        errors.message = 'Check the highlighted fields.';
+      }
+      return listPage(request, reply, { values: form, events, errors });
     }
   });
 
@@ -251,7 +267,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <div class="actions">
           ${disabled
             ? postButton(session, `${path}/enable`, 'Re-enable', { className: 'small' })
-            : postButton(session, `${path}/test`, 'Send a test event', { className: 'small' })}
+            : postButton(session, `${path}/test`, 'Send a test event', { className: 'small', formClass: 'send-test' })}
           ${postButton(session, `${path}/delete`, 'Delete endpoint', { className: 'danger small' })}
         </div>
       </div>
@@ -317,8 +333,19 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
   app.post('/webhooks/:webhookId/test', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
-    await sendTestEvent(db, context, webhookId);
+    const eventId = await sendTestEvent(db, context, webhookId);
+    // dashboard.js posts the same form asking for JSON, then follows the result without a reload.
+    if (wantsJson(request)) return reply.send({ eventId, result: `${base}/webhooks/${webhookId}/test/${eventId}` });
     return redirectDone(reply, `${base}/webhooks/${webhookId}`, 'test-sent');
+  });
+
+  // The outcome of one test event so far, for dashboard.js: its delivery's state and latest attempt.
+  // (`:event`, not `:eventId`: dashboard.ts takes path parameters named …Id for UUIDs.)
+  app.get('/webhooks/:webhookId/test/:event', async (request, reply) => {
+    const { context } = currentProgram(request);
+    const { webhookId, event } = request.params as { webhookId: string; event: string };
+    const result = await getDeliveryOfEvent(db, context.id, webhookId, event);
+    return reply.header('cache-control', 'no-store').send({ ...result, worker: config.worker });
   });
 
   app.post('/webhooks/:webhookId/enable', async (request, reply) => {

@@ -50,6 +50,7 @@ function portalPage(program: ProgramRow, title: string, body: SafeHtml, flash?: 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · ${program.name}</title>
+<link rel="icon" href="${program.logo_url ?? '/assets/favicon.svg'}">
 <link rel="stylesheet" href="/assets/app.css">
 <link rel="stylesheet" href="/portal/${program.portal_slug}/theme.css">
 </head>

@@ -1,0 +1,66 @@
+import type { Writable } from 'node:stream';
+
+// The log's two shapes. JSON lines (pino's own) for machines: the default when stdout is not a
+// terminal, or with LOG_FORMAT=json. Short human lines for a terminal (LOG_FORMAT=pretty, the
+// default on a TTY): one per request — time, method, URL, status, duration — and the message
+// of everything else, with an error's stack. A pino destination, not a transport: the lines
+// are formatted in the process as pino writes them, with no worker thread and no package.
+
+export type LogFormat = 'pretty' | 'json';
+
+/** Fields every pino line has, not worth repeating on a terminal. */
+const HIDDEN = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId', 'err', 'request', 'mail']);
+const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+const paint = (on: boolean, code: number, text: string) => (on ? `\u001b[${code}m${text}\u001b[0m` : text);
+
+function statusColor(status: number): number {
+  if (status >= 500) return 31; // red
+  if (status >= 400) return 33; // yellow
+  if (status >= 300) return 36; // cyan
+  return 32; // green
+}
+
+function extras(line: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(line)) {
+    if (HIDDEN.has(key) || value === undefined) continue;
+    parts.push(`${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  }
+  return parts.length ? ` ${parts.join(' ')}` : '';
+}
+
+/** One pino JSON line as the terminal shows it (without the final newline). */
+export function formatLogLine(json: string, color = false): string {
+  let line: Record<string, unknown>;
+  try {
+    line = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return json.trimEnd();
+  }
+  const time = typeof line.time === 'number' ? new Date(line.time).toISOString().slice(11, 19) : '--:--:--';
+  const level = typeof line.level === 'number' ? line.level : 30;
+  const head = paint(color, 2, time);
+  const request = line.request as { method?: string; url?: string; statusCode?: number; ms?: number } | undefined;
+  if (request && typeof request.statusCode === 'number') {
+    const ms = typeof request.ms === 'number' ? `${request.ms < 10 ? request.ms.toFixed(1) : Math.round(request.ms)} ms` : '';
+    return `${head} ${request.method} ${request.url} ${paint(color, statusColor(request.statusCode), String(request.statusCode))} ${paint(color, 2, ms)}`;
+  }
+  const label = level >= 40 ? `${paint(color, level >= 50 ? 31 : 33, LEVELS[level] ?? String(level))} ` : level < 30 ? `${LEVELS[level] ?? level} ` : '';
+  let text = `${head} ${label}${String(line.msg ?? '')}${extras(line)}`;
+  const mail = line.mail as { to?: string; from?: string; subject?: string; text?: string } | undefined;
+  if (mail) text += `\n  To: ${mail.to}\n  From: ${mail.from}\n  Subject: ${mail.subject}\n\n${String(mail.text ?? '').replace(/^/gm, '  ')}`;
+  const err = line.err as { stack?: string; message?: string } | undefined;
+  if (err) text += `\n${String(err.stack ?? err.message ?? '').replace(/^/gm, '  ')}`;
+  return text;
+}
+
+/** A pino destination writing `out` human lines. */
+export function prettyLogStream(out: Writable & { isTTY?: boolean }): { write(chunk: string): void } {
+  const color = out.isTTY === true;
+  return {
+    write(chunk: string) {
+      for (const json of chunk.split('\n')) if (json.trim() !== '') out.write(`${formatLogLine(json, color)}\n`);
+    },
+  };
+}
