@@ -64,8 +64,8 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
         ${textField({ label: 'Customer name or e-mail', name: 'q', type: 'search', value: values.q }, errors)}
         ${textField({ label: 'Affiliate (e-mail, id or link)', name: 'affiliate', type: 'search', value: query.affiliate }, errors)}
         ${selectField({ label: 'Status', name: 'status', value: status ?? '', options: STATUSES }, noErrors)}
-        ${textField({ label: 'From (UTC day)', name: 'from', type: 'date', value: query.from }, errors)}
-        ${textField({ label: 'To (UTC day)', name: 'to', type: 'date', value: query.to }, errors)}
+        ${textField({ label: 'From day (UTC)', name: 'from', type: 'date', value: query.from }, errors)}
+        ${textField({ label: 'To day (UTC)', name: 'to', type: 'date', value: query.to }, errors)}
         <button type="submit" class="secondary">Apply</button>
         ${filtered ? html`<a href="${base}/referrals">Show all</a>` : ''}
       </form>

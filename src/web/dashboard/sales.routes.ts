@@ -145,8 +145,8 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
         ${textField({ label: 'Customer name or e-mail', name: 'q', type: 'search', value: list.values.q }, errors)}
         ${textField({ label: 'Affiliate (e-mail, id or link)', name: 'affiliate', type: 'search', value: list.values.affiliate }, errors)}
         ${selectField({ label: 'Refunds', name: 'refunded', value: list.values.refunded ?? '', options: REFUND_STATES }, noErrors)}
-        ${textField({ label: 'From (UTC day)', name: 'from', type: 'date', value: list.values.from }, errors)}
-        ${textField({ label: 'To (UTC day)', name: 'to', type: 'date', value: list.values.to }, errors)}
+        ${textField({ label: 'From day (UTC)', name: 'from', type: 'date', value: list.values.from }, errors)}
+        ${textField({ label: 'To day (UTC)', name: 'to', type: 'date', value: list.values.to }, errors)}
         ${selectField({ label: 'Sort by', name: 'sort', value: list.sort, options: Object.entries(SORTS).map(([value, [label]]) => [value, label]) }, noErrors)}
         <button type="submit" class="secondary">Apply</button>
         ${filtered || list.sort !== 'newest' ? html`<a href="${base}/sales">Show all</a>` : ''}
