@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -68,7 +68,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     },
     // On a terminal one line per request, written when it is answered (below), instead of
     // Fastify's two ("incoming request", "request completed").
-    disableRequestLogging: config.logFormat === 'pretty',
+    ...(config.logFormat === 'pretty' ? { logController: new LogController({ disableRequestLogging: true }) } : {}),
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
     genReqId: newRequestId,
