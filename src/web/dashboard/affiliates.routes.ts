@@ -153,7 +153,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
         ? html`<section class="card" aria-labelledby="approval-queue">
             <h2 id="approval-queue">Waiting for approval <span class="badge" data-stat="pending-signups">${queue.count}</span></h2>
             <p class="muted">Sign-ups from your portal. Approving makes the affiliate active and e-mails them their link.${queue.count > QUEUE_SHOWN ? ` The oldest ${QUEUE_SHOWN} are shown.` : ''}</p>
-            <div class="table-wrap"><table>
+            <div class="table-wrap" role="region" aria-label="Waiting for approval" tabindex="0"><table>
               <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Signed up</th><th scope="col"><span class="visually-hidden">Decision</span></th></tr></thead>
               <tbody>${queue.rows.map(
                 (a) => html`<tr>
@@ -287,7 +287,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       </section>
 
       <h2 id="links">Links</h2>
-      <div class="table-wrap"><table aria-labelledby="links">
+      <div class="table-wrap" role="region" aria-label="Links" tabindex="0"><table aria-labelledby="links">
         <thead><tr><th scope="col">Link</th><th scope="col">URL</th><th scope="col" class="num">Clicks</th><th scope="col" class="num">Referrals</th><th scope="col" class="num">Sales</th><th scope="col" class="num">Revenue</th></tr></thead>
         <tbody>${links.map(
           (l) => html`<tr><td><code>${l.link}</code>${l.link === affiliate.link ? html` <span class="badge">own link</span>` : ''}</td>
@@ -315,7 +315,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       <h2>Promotional codes</h2>
       ${codes.length === 0
         ? html`<p class="empty">No codes assigned. <a href="${base}/coupons">Assign one on Coupons &amp; codes</a>.</p>`
-        : html`<div class="table-wrap"><table><thead><tr><th scope="col">Code</th><th scope="col">Coupon</th><th scope="col">Status</th><th scope="col" class="num">Redeemed</th></tr></thead>
+        : html`<div class="table-wrap" role="region" aria-label="Promotional codes" tabindex="0"><table><thead><tr><th scope="col">Code</th><th scope="col">Coupon</th><th scope="col">Status</th><th scope="col" class="num">Redeemed</th></tr></thead>
             <tbody>${codes.map((c) => html`<tr><td><a href="${base}/coupons/codes/${c.id}"><code>${c.code}</code></a></td><td>${c.coupon.name}</td><td>${statusBadge(c.active)}</td><td class="num">${c.timesRedeemed}${c.maxRedemptions === null ? '' : ` / ${c.maxRedemptions}`}</td></tr>`)}</tbody></table></div>`}`;
     return sendPage(db, request, reply, {
       title: name,

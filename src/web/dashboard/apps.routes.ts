@@ -28,7 +28,7 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
             <p>${integrations.length === 0
               ? html`This Tandem accepts no automation tools yet: its operator adds them under <a href="${base}/settings#integrations">Settings</a> (or with <code>tandem integration add</code>).`
               : html`In ${integrations.map((i, n) => html`${n > 0 ? (n === integrations.length - 1 ? ' or ' : ', ') : ''}${i.displayName}`)}, add Tandem and sign in when asked; the connection then appears here.`}</p></div>`
-        : html`<div class="table-wrap"><table>
+        : html`<div class="table-wrap" role="region" aria-label="Connected apps" tabindex="0"><table>
             <thead><tr><th scope="col">App</th><th scope="col">Connected by</th><th scope="col">Connected</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>${connections.map((c) => {
               const appName = (c.integration && displayName.get(c.integration)) ?? c.integration ?? c.name;

@@ -137,7 +137,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
       <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatRedeemed(redeemed.get(coupon.id) ?? 0, coupon.maxRedemptions)}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
       ${coupon.promotionalCodes.length === 0
         ? html`<p class="muted">No codes yet. Customers redeem a coupon through a code: <a href="${base}/coupons/${coupon.id}/codes/new">add one</a> for each affiliate.</p>`
-        : html`<div class="table-wrap"><table>
+        : html`<div class="table-wrap" role="region" aria-label="Coupons and codes" tabindex="0"><table>
             <thead><tr><th scope="col">Code</th><th scope="col">Affiliate</th><th scope="col">Status</th><th scope="col">Expires</th><th scope="col" class="num">Redeemed</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>${coupon.promotionalCodes.map(
               (code) => html`<tr>

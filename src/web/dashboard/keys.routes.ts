@@ -55,7 +55,7 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
       </section>
       ${keys.length === 0
         ? html`<div class="empty"><p>No API keys yet. Create one above and give it to your site's backend: it records referrals and sales with it.</p></div>`
-        : html`<div class="table-wrap"><table>
+        : html`<div class="table-wrap" role="region" aria-label="API keys" tabindex="0"><table>
             <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Status</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>${keys.map(
               (key) => html`<tr${key.revokedAt ? html` class="revoked"` : ''}>

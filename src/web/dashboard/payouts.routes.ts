@@ -33,7 +33,7 @@ const badge = (status: Payout['status']) => html`<span class="badge ${status ===
 
 /** Payouts as a table (this page, and an affiliate's payout history); the key columns first, for narrow screens. */
 export function payoutTable(payouts: Payout[], base: string, withAffiliate: boolean): SafeHtml {
-  return html`<div class="table-wrap"><table>
+  return html`<div class="table-wrap" role="region" aria-label="Payouts" tabindex="0"><table>
     <thead><tr>${withAffiliate ? html`<th scope="col">Affiliate</th>` : ''}<th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Made</th><th scope="col">Paid</th><th scope="col" class="num">Entries</th><th scope="col">Method · reference</th></tr></thead>
     <tbody>${payouts.map(
       (p) => html`<tr>

@@ -98,7 +98,7 @@ export function renderSalesChart(days: DailyActivity[], currency: string): SafeH
     <figcaption class="muted">${summary} ${clicksSummary} Days are UTC.</figcaption>
     ${listed.length > 0
       ? html`<details><summary>Daily figures</summary>
-          <div class="table-wrap"><table>
+          <div class="table-wrap" role="region" aria-label="Days with sales or clicks" tabindex="0"><table>
             <caption class="visually-hidden">Sales, revenue, commission and clicks per day with sales or clicks</caption>
             <thead><tr><th scope="col">Day (UTC)</th><th scope="col" class="num">Sales</th><th scope="col" class="num">Revenue</th><th scope="col" class="num">Commission</th><th scope="col" class="num">Clicks</th></tr></thead>
             <tbody>${listed.map((d) => html`<tr><th scope="row">${d.day}</th><td class="num">${formatCount(d.count)}</td><td class="num">${formatMinor(d.revenue, currency)}</td><td class="num">${formatMinor(d.commission, currency)}</td><td class="num">${formatCount(d.clicks)}</td></tr>`)}</tbody>

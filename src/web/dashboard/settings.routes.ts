@@ -208,7 +208,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
         <code>${config.siteUrl}/api/{name}/token</code>; redirect URIs must match exactly.</p>
         ${integrations.length === 0
           ? html`<p class="empty">No integrations yet.${operator ? ' Add Zapier, n8n or Make below with the redirect URI each one documents.' : ''}</p>`
-          : html`<div class="table-wrap"><table>
+          : html`<div class="table-wrap" role="region" aria-label="Integrations" tabindex="0"><table>
               <thead><tr><th scope="col">Name</th><th scope="col">Display name</th><th scope="col">Redirect URIs</th><th scope="col">Client id</th>${operator ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead>
               <tbody>${integrations.map(
                 (i) => html`<tr>

@@ -187,7 +187,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         ? list.first
           ? ''
           : html`<div class="empty"><p><strong>No webhooks yet.</strong></p><p>Add an endpoint below to receive ${context.name}'s events as they happen. Automation tools you connect add their own here too.</p></div>`
-        : html`<div class="table-wrap"><table>
+        : html`<div class="table-wrap" role="region" aria-label="Endpoints" tabindex="0"><table>
             <thead><tr><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Events</th><th scope="col" class="num">Pending</th><th scope="col" class="num">Failed</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>${list.items.map(
               (w) => html`<tr data-webhook="${w.id}"${w.disabled_at !== null ? html` class="revoked"` : ''}>
@@ -294,7 +294,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
       <h2 id="attempts">Attempts</h2>
       ${list.items.length === 0
         ? html`<p class="empty">${list.first ? 'No older attempts.' : disabled ? 'No attempts yet.' : 'No attempts yet. Send a test event to try the endpoint.'}</p>`
-        : html`<div class="table-wrap"><table aria-labelledby="attempts">
+        : html`<div class="table-wrap" role="region" aria-label="Delivery attempts" tabindex="0"><table aria-labelledby="attempts">
             <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Result</th><th scope="col" class="num">Duration</th><th scope="col">Response</th><th scope="col">Delivery now</th></tr></thead>
             <tbody>${list.items.map((a) => {
               const first = !resendable.has(a.event_id);
