@@ -1,9 +1,9 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
-import { prettyLogStream } from './logging.ts';
+import { prettyLogStream, TerminalLogController } from './logging.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
@@ -66,9 +66,9 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
       // LOG_FORMAT=pretty (a terminal): human lines instead of JSON (src/logging.ts).
       ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(process.stdout) } : {}),
     },
-    // On a terminal one line per request, written when it is answered (below), instead of
-    // Fastify's two ("incoming request", "request completed").
-    ...(config.logFormat === 'pretty' ? { logController: new LogController({ disableRequestLogging: true }) } : {}),
+    // On a terminal one line per request, written when it is answered, instead of Fastify's
+    // two ("incoming request", "request completed").
+    ...(config.logFormat === 'pretty' ? { logController: new TerminalLogController() } : {}),
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
     genReqId: newRequestId,
@@ -108,11 +108,6 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  if (config.logFormat === 'pretty') {
-    app.addHook('onResponse', async (request, reply) => {
-      request.log.info({ request: { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime } }, 'request');
-    });
-  }
   // HSTS only where the site is served over https: on plain http it would be ignored, or pin a
   // development host to https.
   const hsts = config.siteUrl.startsWith('https:') ? { maxAge: 31_536_000, includeSubDomains: true } : false;

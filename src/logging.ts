@@ -1,4 +1,5 @@
 import type { Writable } from 'node:stream';
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
 // The log's two shapes. JSON lines (pino's own) for machines: the default when stdout is not a
 // terminal, or with LOG_FORMAT=json. Short human lines for a terminal (LOG_FORMAT=pretty, the
@@ -44,15 +45,21 @@ export function formatLogLine(json: string, color = false): string {
   const request = line.request as { method?: string; url?: string; statusCode?: number; ms?: number } | undefined;
   if (request && typeof request.statusCode === 'number') {
     const ms = typeof request.ms === 'number' ? `${request.ms < 10 ? request.ms.toFixed(1) : Math.round(request.ms)} ms` : '';
-    return `${head} ${request.method} ${request.url} ${paint(color, statusColor(request.statusCode), String(request.statusCode))} ${paint(color, 2, ms)}`;
+    const said = `${head} ${request.method} ${request.url} ${paint(color, statusColor(request.statusCode), String(request.statusCode))} ${paint(color, 2, ms)}`;
+    return line.err ? `${said}${stackOf(line.err)}` : said;
   }
   const label = level >= 40 ? `${paint(color, level >= 50 ? 31 : 33, LEVELS[level] ?? String(level))} ` : level < 30 ? `${LEVELS[level] ?? level} ` : '';
   let text = `${head} ${label}${String(line.msg ?? '')}${extras(line)}`;
   const mail = line.mail as { to?: string; from?: string; subject?: string; text?: string } | undefined;
   if (mail) text += `\n  To: ${mail.to}\n  From: ${mail.from}\n  Subject: ${mail.subject}\n\n${String(mail.text ?? '').replace(/^/gm, '  ')}`;
-  const err = line.err as { stack?: string; message?: string } | undefined;
-  if (err) text += `\n${String(err.stack ?? err.message ?? '').replace(/^/gm, '  ')}`;
+  if (line.err) text += stackOf(line.err);
   return text;
+}
+
+/** An error's stack (pino's `err`), indented under its line. */
+function stackOf(err: unknown): string {
+  const { stack, message } = err as { stack?: string; message?: string };
+  return `\n${String(stack ?? message ?? '').replace(/^/gm, '  ')}`;
 }
 
 /** A pino destination writing `out` human lines. */
@@ -63,4 +70,18 @@ export function prettyLogStream(out: Writable & { isTTY?: boolean }): { write(ch
       for (const json of chunk.split('\n')) if (json.trim() !== '') out.write(`${formatLogLine(json, color)}\n`);
     },
   };
+}
+
+/**
+ * Fastify's request logging on a terminal: nothing when a request comes in, one line when it is
+ * answered (method, URL, status, duration), at error level when the answer failed.
+ */
+export class TerminalLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { request: { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime } };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request');
+  }
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/test-database.ts';
 import { apiClient, type ApiClient } from '../helpers/test-server.ts';
-import { startServerProcesses, type ServerProcess } from '../helpers/server-process.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server-process.ts';
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 import { assertCountersMatchRows, assertLedgerMatchesCounters } from '../helpers/recount.ts';
@@ -19,7 +19,7 @@ import { tally } from './invariants.ts';
 describe('two server processes on one SQLite file', { skip: testDialect !== 'sqlite' && 'SQLite only (PostgreSQL processes: concurrency.test.ts)' }, () => {
   let database: TestDatabase;
   let handle: DatabaseHandle;
-  let servers: ServerProcess[] = [];
+  const servers: ServerProcess[] = [];
   let receiver: WebhookReceiver;
   let merchant: BrowserSession;
   let program: { id: string; base: string };
@@ -28,8 +28,12 @@ describe('two server processes on one SQLite file', { skip: testDialect !== 'sql
 
   before(async () => {
     database = await createTestDatabase('sqlite');
-    // Both with their webhook worker (the default), private URLs allowed for the receiver on 127.0.0.1.
-    servers = await startServerProcesses(2, { databaseUrl: database.url, env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', TOKEN_CACHE_MS: '60000' } });
+    // Both with their webhook worker (the default), private URLs allowed for the receiver on
+    // 127.0.0.1. One after the other, each kept as soon as it runs, so that `after` stops
+    // whatever started even if the second fails to (a busy machine).
+    for (let i = 0; i < 2; i++) {
+      servers.push(await startServerProcess({ databaseUrl: database.url, startTimeoutMs: 90_000, env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', TOKEN_CACHE_MS: '60000' } }));
+    }
     handle = openDatabase({ databaseUrl: database.url });
     receiver = await startWebhookReceiver();
     // The account, its program and its key, made on the first process's dashboard.
