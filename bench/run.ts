@@ -21,6 +21,11 @@ import {
 import { BIG, SMALL, seedDatabase, type SeededProgram } from './seed.ts';
 import { POSTGRES_MARKERS, renderTable, writeReport, type Figures, type Row } from './table.ts';
 
+// The log level the server runs at: info, what `npm start` runs, so the cost of request logging
+// is measured (its lines go to the bench's stderr: send it to a file, as to a log collector).
+// BENCH_LOG_LEVEL overrides.
+const BENCH_LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
+
 // `npm run bench`: seeds a fresh SQLite file, starts Tandem and the bare baseline as child
 // processes on 127.0.0.1, measures each endpoint beside its baseline in alternating rounds,
 // prints one markdown table and writes it into docs/performance.md. How speed is judged:
@@ -164,7 +169,7 @@ async function main(): Promise<number> {
     const tandem = await startService(
       'tandem',
       [...(cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), 'bin/tandem', 'serve'],
-      { HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '1000000000' },
+      { HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: BENCH_LOG_LEVEL, RATE_LIMIT_PER_MINUTE: '1000000000' },
       PROCESSES,
     );
     services.push(tandem);
