@@ -3,7 +3,7 @@ import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
-import { prettyLogStream, TerminalLogController } from './logging.ts';
+import { loggerOptions, RequestLogController, TerminalLogController } from './logging.ts';
 import type { DatabaseHandle } from './db/database.ts';
 import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
@@ -55,20 +55,10 @@ function connectionsCheckingInterval(config: Config): number {
 
 export async function buildApp(config: Config, database: DatabaseHandle, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: {
-      level: config.logLevel,
-      // Request lines carry the headers (user agent, content type, Idempotency-Key help when
-      // tracing a client's calls), with tokens and cookies replaced before they reach the log.
-      serializers: {
-        req: (request) => ({ method: request.method, url: request.url, remoteAddress: request.ip, headers: request.headers }),
-      },
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
-      // LOG_FORMAT=pretty (a terminal): human lines instead of JSON (src/logging.ts).
-      ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(process.stdout) } : {}),
-    },
-    // On a terminal one line per request, written when it is answered, instead of Fastify's
-    // two ("incoming request", "request completed").
-    ...(config.logFormat === 'pretty' ? { logController: new TerminalLogController() } : {}),
+    logger: loggerOptions(config),
+    // One line per request, written when it is answered (src/logging.ts), instead of Fastify's
+    // two ("incoming request", "request completed") carrying every header.
+    logController: config.logFormat === 'pretty' ? new TerminalLogController() : new RequestLogController(),
     bodyLimit: config.bodyLimit,
     requestIdHeader: false,
     genReqId: newRequestId,

@@ -1,3 +1,4 @@
+import type { Config } from './config.ts';
 import type { Writable } from 'node:stream';
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 
@@ -84,4 +85,44 @@ export class TerminalLogController extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request');
   }
+}
+
+/** The program a request acted for (API token, or the dashboard's program), for its log line. */
+function programOf(request: FastifyRequest): string | undefined {
+  const auth = (request as { auth?: { program?: { id?: string } } | null }).auth;
+  const page = (request as { dashboardProgram?: { program?: { id?: string } } | null }).dashboardProgram;
+  return auth?.program?.id ?? page?.program?.id;
+}
+
+/**
+ * Fastify's request logging as JSON (LOG_FORMAT=json): one line per request, when it is
+ * answered, with what an operator needs — method, route, URL, status, time, the request id
+ * (the logger's reqId) and the program — and never the headers (no token or cookie to redact,
+ * and no per-request work serialising them).
+ */
+export class RequestLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { method: request.method, route: request.routeOptions.url, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, program: programOf(request) };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request');
+  }
+}
+
+/**
+ * The server's pino options. Request lines carry no headers; should a header set ever be logged
+ * as `req.headers`, tokens and cookies are replaced before they reach the log.
+ */
+export function loggerOptions(config: Pick<Config, 'logLevel' | 'logFormat'>, out: Writable & { isTTY?: boolean } = process.stdout) {
+  return {
+    level: config.logLevel,
+    serializers: {
+      // A failed request's error line (Fastify's default error log) names the request, not its headers.
+      req: (request: FastifyRequest) => ({ method: request.method, url: request.url, remoteAddress: request.ip }),
+    },
+    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
+    // LOG_FORMAT=pretty (a terminal): human lines instead of JSON.
+    ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(out) } : {}),
+  };
 }
