@@ -101,7 +101,10 @@ function programOf(request: FastifyRequest): string | undefined {
  * and no per-request work serialising them).
  */
 export class RequestLogController extends LogController {
-  override incomingRequest(): void {}
+  // Arrivals only at debug level (LOG_LEVEL=debug): at info, pino's debug is a no-op.
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ method: request.method, url: request.url }, 'incoming request');
+  }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const line = { method: request.method, route: request.routeOptions.url, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, program: programOf(request) };

@@ -307,7 +307,8 @@ describe('graceful shutdown of `tandem serve`', { skip: testDialect !== 'sqlite'
   /** Starts `./bin/tandem serve` on a free port and resolves once it listens. */
   async function serve(): Promise<{ child: ChildProcess; url: string; output: () => string; waitFor: (pattern: RegExp) => Promise<void> }> {
     const child = spawn(process.execPath, ['bin/tandem', 'serve'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'info', SITE_URL: 'http://tandem.test', RATE_LIMIT_PER_MINUTE: '0' },
+      // debug: a request's arrival is logged (at info only its answer is), which the tests wait for.
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'debug', SITE_URL: 'http://tandem.test', RATE_LIMIT_PER_MINUTE: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -363,8 +364,8 @@ describe('graceful shutdown of `tandem serve`', { skip: testDialect !== 'sqlite'
       req.write(body.subarray(0, 10));
       inFlight = req;
     });
-    // The server has routed the request (it logs it) before the signal arrives.
-    await waitFor(/"url":"\/api\/v1\/affiliates"/);
+    // The server has routed the request (it logs its arrival at debug level) before the signal arrives.
+    await waitFor(/"url":"\/api\/v1\/affiliates","msg":"incoming request"/);
     const exited = exitOf(child);
     child.kill('SIGTERM');
     await waitFor(/shutting down/);
