@@ -40,3 +40,14 @@ export function toMinorUnits(amount: number, currency: string, pointer: string):
 export function fromMinorUnits(minor: number | string, currency: string): number {
   return Number(minor) / 10 ** minorUnitDigits(currency);
 }
+
+/** Minor units as exact decimal text with the currency's digits, for files: 123456 USD → "1234.56", 500 JPY → "500", -5 USD → "-0.05". */
+export function minorToDecimalText(minor: number | string, currency: string): string {
+  const digits = minorUnitDigits(currency);
+  const value = BigInt(minor);
+  const negative = value < 0n;
+  const magnitude = (negative ? -value : value).toString().padStart(digits + 1, '0');
+  const whole = magnitude.slice(0, magnitude.length - digits);
+  const fraction = digits > 0 ? `.${magnitude.slice(-digits)}` : '';
+  return `${negative ? '-' : ''}${whole}${fraction}`;
+}

@@ -1,5 +1,5 @@
 import { csvLine } from '../../domain/csv.ts';
-import { minorUnitDigits } from '../../domain/money.ts';
+import { minorToDecimalText } from '../../domain/money.ts';
 import type { PayoutRow } from './payout.repository.ts';
 import { serializePayout } from './payout.service.ts';
 
@@ -17,16 +17,7 @@ export type ExportFormat = keyof typeof EXPORT_ROW_LIMITS;
 
 const line = csvLine;
 
-/** Minor units as a decimal string with the currency's digits: 123456 USD → 1234.56, 500 JPY → 500. */
-function amountText(row: PayoutRow): string {
-  const digits = minorUnitDigits(row.currency);
-  const minor = BigInt(row.amount);
-  const negative = minor < 0n;
-  const magnitude = (negative ? -minor : minor).toString().padStart(digits + 1, '0');
-  const whole = magnitude.slice(0, magnitude.length - digits);
-  const fraction = digits > 0 ? `.${magnitude.slice(-digits)}` : '';
-  return `${negative ? '-' : ''}${whole}${fraction}`;
-}
+const amountText = (row: PayoutRow) => minorToDecimalText(row.amount, row.currency);
 
 const CSV_HEADER = ['id', 'affiliateId', 'firstName', 'lastName', 'email', 'payoutEmail', 'paymentMethod', 'amount', 'currency', 'status', 'entryCount', 'createdAt', 'paidAt', 'method', 'reference'];
 const WISE_HEADER = ['name', 'recipientEmail', 'paymentReference', 'receiverType', 'amountCurrency', 'amount', 'sourceCurrency', 'targetCurrency'];

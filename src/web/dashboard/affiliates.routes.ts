@@ -8,7 +8,7 @@ import type { AffiliateListFilter } from '../../modules/affiliates/affiliate.rep
 import type { PageOrder } from '../../db/keyset.ts';
 import { csvLine } from '../../domain/csv.ts';
 import { toIso } from '../../domain/clock.ts';
-import { fromMinorUnits, minorUnitDigits } from '../../domain/money.ts';
+import { minorToDecimalText } from '../../domain/money.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
@@ -193,7 +193,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     const { context, program } = currentProgram(request);
     const { order, filter } = readAffiliateList(request);
     const rows = await getAffiliatePage(db, context, { limit: AFFILIATES_CSV_ROWS - 1, order }, filter);
-    const money = (minor: number | string) => fromMinorUnits(minor, program.currency).toFixed(minorUnitDigits(program.currency));
+    const money = (minor: number | string) => minorToDecimalText(minor, program.currency);
     let csv = csvLine(['id', 'first_name', 'last_name', 'email', 'link', 'status', 'approval', 'commission_rate', 'referrals', 'clicks', 'currency', 'commission_earned', 'payout_email', 'payment_method', 'created_at']);
     for (const a of rows.slice(0, AFFILIATES_CSV_ROWS)) {
       csv += csvLine([a.id, a.first_name, a.last_name, a.email, a.link ?? '', a.status, a.approval, a.commission_rate === null ? '' : millionthsToRate(a.commission_rate), Number(a.number_of_referred_users), Number(a.number_of_clicks), program.currency, money(a.total_commission_earned), a.payout_email ?? '', a.payment_method ?? '', toIso(a.created_at)]);

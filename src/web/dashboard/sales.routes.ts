@@ -4,7 +4,7 @@ import { millionthsToRate } from '../../domain/commission.ts';
 import { csvLine } from '../../domain/csv.ts';
 import { toIso } from '../../domain/clock.ts';
 import { notFound } from '../../domain/errors.ts';
-import { fromMinorUnits, minorUnitDigits } from '../../domain/money.ts';
+import { minorToDecimalText } from '../../domain/money.ts';
 import type { PageOrder } from '../../db/keyset.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
@@ -123,8 +123,6 @@ function saleIdOf(request: FastifyRequest): number {
   return Number(saleId);
 }
 
-/** Minor units as a plain decimal for a CSV cell (12345 USD → "123.45"). */
-const decimal = (minor: number | string, currency: string) => fromMinorUnits(minor, currency).toFixed(minorUnitDigits(currency));
 
 export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
   app.get('/sales', async (request, reply) => {
@@ -182,8 +180,8 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
       const affiliate = names.get(s.affiliate_id);
       csv += csvLine([
         Number(s.id), toIso(s.created_at), s.name, s.email, s.affiliate_id, affiliate?.name ?? '', affiliate?.email ?? '', currency,
-        decimal(s.total_earned, currency), decimal(s.refunded_amount, currency), millionthsToRate(s.commission_rate),
-        decimal(s.commission, currency), decimal(s.refunded_commission, currency), decimal(netCommission(s), currency), s.external_invoice_id, s.external_id,
+        minorToDecimalText(s.total_earned, currency), minorToDecimalText(s.refunded_amount, currency), millionthsToRate(s.commission_rate),
+        minorToDecimalText(s.commission, currency), minorToDecimalText(s.refunded_commission, currency), minorToDecimalText(netCommission(s), currency), s.external_invoice_id, s.external_id,
       ]);
     }
     const day = context.clock().toISOString().slice(0, 10);
