@@ -37,8 +37,8 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter)
   return q;
 }
 
-/** How many referrals a filter matches (every page). */
-export async function countFilteredReferrals(db: Db, programId: string, filter: ReferralFilter): Promise<number> {
+/** How many referrals a filter matches (every page; the program's all with none). */
+export async function countReferrals(db: Db, programId: string, filter: ReferralFilter = {}): Promise<number> {
   const row = await selectReferrals(db, programId, filter).clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
 }
@@ -79,11 +79,6 @@ export async function findReferralIdByExternalId(db: Db | Tx, programId: string,
 
 export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest) {
   return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
-}
-
-export async function countReferrals(db: Db, programId: string): Promise<number> {
-  const { n } = await db.selectFrom('referrals').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId).executeTakeFirstOrThrow();
-  return Number(n);
 }
 
 export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {

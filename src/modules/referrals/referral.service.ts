@@ -25,7 +25,7 @@ import {
   updateReferralRow,
   type ReferralFilter,
   type ReferralRow,
-  countFilteredReferrals,
+  countReferrals,
 } from './referral.repository.ts';
 import type { CreateReferralBody, Referral, UpdateReferralBody } from './referral.schema.ts';
 
@@ -174,8 +174,8 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
 }
 
 /** How many referrals the dashboard's filter matches. */
-export function countReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
-  return countFilteredReferrals(db, program.id, filter);
+export function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
+  return countReferrals(db, program.id, filter);
 }
 
 /**

@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
 import type { ReferralFilter, ReferralRow } from '../../modules/referrals/referral.repository.ts';
 import { CreateReferralBody } from '../../modules/referrals/referral.schema.ts';
-import { countReferrals, createReferral, getReferralPage } from '../../modules/referrals/referral.service.ts';
+import { countMatchingReferrals, createReferral, getReferralPage } from '../../modules/referrals/referral.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
@@ -51,7 +51,7 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
     const filter: ReferralFilter = { affiliateId: affiliate.affiliateId, createdFrom: range.createdFrom, createdBefore: range.createdBefore, ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
     const invalid = Object.keys(fieldErrors).length > 0;
     const page = requestedPage(request);
-    const [rows, count] = invalid ? [[], 0] : await Promise.all([getReferralPage(db, context, filter, page), countReferrals(db, context, filter)]);
+    const [rows, count] = invalid ? [[], 0] : await Promise.all([getReferralPage(db, context, filter, page), countMatchingReferrals(db, context, filter)]);
     const values = { q: q || undefined, affiliate: query.affiliate, status, from: query.from, to: query.to };
     const list = splitPage(rows, page, `${base}/referrals`, values);
     const names = await getAffiliateNames(db, context, list.items.map((r) => r.affiliate_id));
