@@ -21,6 +21,12 @@ export interface Config {
   readonly databaseStatementTimeoutMs: number;
   /** PostgreSQL only: TLS to the server — off, require (encrypt), or verify (encrypt and check the certificate). */
   readonly databaseSsl: 'off' | 'require' | 'verify';
+  /**
+   * PostgreSQL only: the request path's compiled queries run as named prepared statements, parsed
+   * and planned once per connection. Off behind a pooler that cannot carry them (PgBouncer
+   * before 1.21 in transaction mode).
+   */
+  readonly databasePreparedStatements: boolean;
   /** Run the webhook delivery worker inside `tandem serve` (WORKER=off leaves it to `tandem worker`). */
   readonly worker: boolean;
   /** Delay before each retry of a failed delivery, in ms; its length is the number of retries. */
@@ -220,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databasePoolSize: overrides.databasePoolSize ?? integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: overrides.databaseStatementTimeoutMs ?? integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     databaseSsl: overrides.databaseSsl ?? sslMode(env.DATABASE_SSL),
+    databasePreparedStatements: overrides.databasePreparedStatements ?? onOff(env, 'DATABASE_PREPARED_STATEMENTS', true),
     worker: overrides.worker ?? onOff(env, 'WORKER', true),
     webhookRetrySchedule: Object.freeze(overrides.webhookRetrySchedule ?? parseDurations('WEBHOOK_RETRY_SCHEDULE', env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE)),
     webhookAllowPrivateUrls: overrides.webhookAllowPrivateUrls ?? onOff(env, 'WEBHOOK_ALLOW_PRIVATE_URLS', false),

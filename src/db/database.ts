@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './dialect.ts';
 import { listenPostgres, watchSqliteChanges, type ChangeWatch } from './change-watch.ts';
+import { preparedStatementName } from './compiled-query.ts';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -21,7 +22,8 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-export type DatabaseOptions = Pick<Config, 'databaseUrl'> & Partial<Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseSsl'>>;
+export type DatabaseOptions = Pick<Config, 'databaseUrl'> &
+  Partial<Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseSsl' | 'databasePreparedStatements'>>;
 
 /** Opens the database named by DATABASE_URL: `sqlite:<path>` or `postgres://…`. */
 export function openDatabase(options: DatabaseOptions): DatabaseHandle {
@@ -134,6 +136,18 @@ function sslOption(options: DatabaseOptions): { ssl?: { rejectUnauthorized: bool
   return {};
 }
 
+/**
+ * The client runs compiled queries (compiled-query.ts) as named prepared statements: pg parses
+ * one the first time the connection sees its name and then only binds and executes it.
+ */
+function usePreparedStatements(client: pg.PoolClient): void {
+  const plain = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((text: unknown, values?: unknown, ...rest: unknown[]) => {
+    const name = typeof text === 'string' && Array.isArray(values) && rest.length === 0 ? preparedStatementName(text) : undefined;
+    return name === undefined ? plain(text, values, ...rest) : plain({ name, text, values });
+  }) as typeof client.query;
+}
+
 function openPostgres(options: DatabaseOptions): Kysely<Database> {
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
@@ -147,5 +161,6 @@ function openPostgres(options: DatabaseOptions): Kysely<Database> {
   });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => {});
+  if (options.databasePreparedStatements ?? true) pool.on('connect', usePreparedStatements);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

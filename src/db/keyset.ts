@@ -1,4 +1,5 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
+import type { ParamOf } from './compiled-query.ts';
 
 // Lists are newest first and paged by keyset over (created_at, id), so a page costs the
 // same at row 10 as at row 10 million.
@@ -17,8 +18,11 @@ export interface PageOrder {
   direction: 'asc' | 'desc';
 }
 
-/** Adds the keyset conditions, order and limit (one extra row tells whether a next page exists). */
-export function pageQuery<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB, TB, O>, table: string, page: PageRequest) {
+/**
+ * Adds the keyset conditions, order and limit (one extra row tells whether a next page exists).
+ * `rowsToFetch` is that limit plus one, or a compiled query's placeholder for it.
+ */
+export function pageQuery<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB, TB, O>, table: string, page: PageRequest, rowsToFetch: number = page.limit + 1) {
   const createdAt = sql.ref(`${table}.created_at`);
   const id = sql.ref(`${table}.id`);
   let q = qb;
@@ -29,8 +33,47 @@ export function pageQuery<DB, TB extends keyof DB, O>(qb: SelectQueryBuilder<DB,
     const past = page.order.direction === 'asc' ? sql.raw('>') : sql.raw('<');
     const value = page.order.column === 'created_at' ? page.after?.createdAt : page.after?.value;
     if (page.after && value !== undefined) q = q.where(sql<boolean>`(${column}, ${id}) ${past} (${value}, ${page.after.id})`);
-    return q.orderBy(sql`${column} ${direction}, ${id} ${direction}`).limit(page.limit + 1);
+    return q.orderBy(sql`${column} ${direction}, ${id} ${direction}`).limit(rowsToFetch);
   }
   if (page.after) q = q.where(sql<boolean>`(${createdAt}, ${id}) < (${page.after.createdAt}, ${page.after.id})`);
-  return q.orderBy(sql`${createdAt} desc, ${id} desc`).limit(page.limit + 1);
+  return q.orderBy(sql`${createdAt} desc, ${id} desc`).limit(rowsToFetch);
+}
+
+// The API's lists are newest first with two optional conditions (a cursor, createdAfter): four
+// shapes of one compiled query (db/compiled-query.ts), the page's values bound per call.
+
+/** Which optional conditions a newest-first page has: its compiled query's shape. */
+export type NewestFirstShape = 'first' | 'after' | 'since' | 'since-after';
+
+/** A newest-first page's values, as a compiled query binds them. */
+export interface NewestFirstParams {
+  fetch: number;
+  afterCreatedAt?: string;
+  afterId?: string | number;
+  createdAfter?: string;
+}
+
+/** The shape and values of a newest-first page (no other order). */
+export function newestFirst(page: PageRequest): { shape: NewestFirstShape; params: NewestFirstParams } {
+  if (page.order !== undefined && (page.order.column !== 'created_at' || page.order.direction !== 'desc')) throw new Error('newestFirst: the page has another order');
+  const shape = page.createdAfter === undefined ? (page.after ? 'after' : 'first') : page.after ? 'since-after' : 'since';
+  return {
+    shape,
+    params: { fetch: page.limit + 1, afterCreatedAt: page.after?.createdAt, afterId: page.after?.id, createdAfter: page.createdAfter },
+  };
+}
+
+/** `pageQuery` for a compiled query of `shape`: placeholders where the page's values go. */
+export function newestFirstPageQuery<DB, TB extends keyof DB, O>(
+  qb: SelectQueryBuilder<DB, TB, O>,
+  table: string,
+  param: ParamOf<NewestFirstParams>,
+  shape: NewestFirstShape | undefined,
+) {
+  const page: PageRequest = {
+    limit: 0,
+    after: shape === 'after' || shape === 'since-after' ? { createdAt: param('afterCreatedAt')!, id: param('afterId')! } : undefined,
+    createdAfter: shape === 'since' || shape === 'since-after' ? param('createdAfter') : undefined,
+  };
+  return pageQuery(qb, table, page, param('fetch'));
 }

@@ -2,7 +2,8 @@ import { likeContains } from '../../db/like.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
+import { compiledQuery, type ParamOf } from '../../db/compiled-query.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
 
@@ -18,11 +19,19 @@ function selectAffiliates(db: Db | Tx, programId: string) {
     .where('a.program_id', '=', programId);
 }
 
-export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: string; emailKey?: string }) {
-  let q = selectAffiliates(db, programId);
-  if (filter.id !== undefined) q = q.where('a.id', '=', filter.id);
-  if (filter.emailKey !== undefined) q = q.where('a.email_key', '=', filter.emailKey);
-  return q.executeTakeFirst();
+/** One affiliate by id, by e-mail key, or by both (both must match). */
+const affiliateQuery = compiledQuery<{ programId: string; id: string; emailKey: string }, AffiliateRow, 'id' | 'email' | 'id-email'>((db, param, shape) => {
+  let q = selectAffiliates(db, param('programId'));
+  if (shape !== 'email') q = q.where('a.id', '=', param('id'));
+  if (shape !== 'id') q = q.where('a.email_key', '=', param('emailKey'));
+  return q;
+});
+
+export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: string; emailKey?: string }): Promise<AffiliateRow | undefined> {
+  const { id, emailKey } = filter;
+  if (id === undefined && emailKey === undefined) return selectAffiliates(db, programId).executeTakeFirst();
+  const shape = id === undefined ? 'email' : emailKey === undefined ? 'id' : 'id-email';
+  return affiliateQuery.first(db, { programId, id: id!, emailKey: emailKey! }, shape);
 }
 
 /** Every affiliate column, for reading an affiliate beside another table (joined-rows.ts). */
@@ -64,7 +73,16 @@ function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilt
   return q;
 }
 
-export function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}) {
+/** The API's page of affiliates: newest first, no filter (compiled once per shape). */
+const newestAffiliatesQuery = compiledQuery<{ programId: string } & NewestFirstParams, AffiliateRow, NewestFirstShape>((db, param, shape) =>
+  newestFirstPageQuery(selectAffiliates(db, param('programId')), 'a', param as ParamOf<NewestFirstParams>, shape),
+);
+
+export function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}): Promise<AffiliateRow[]> {
+  if (filter.search === undefined && filter.status === undefined && page.order === undefined) {
+    const { shape, params } = newestFirst(page);
+    return newestAffiliatesQuery.rows(db, { programId, ...params }, shape);
+  }
   return pageQuery(filteredAffiliates(db, programId, filter), 'a', page).execute();
 }
 

@@ -4,6 +4,7 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { prefixedColumns, splitPrefixed, type ColumnSet } from '../../db/joined-rows.ts';
 import { dialectOf } from '../../db/dialect.ts';
+import { compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 
 export type CodeRow = Selectable<PromotionalCodesTable>;
 export type CouponRow = Selectable<CouponsTable>;
@@ -31,15 +32,17 @@ export interface CodeFilter {
 function selectCodes(db: Db | Tx, programId: string, filter: CodeFilter) {
   let q = db.selectFrom('promotional_codes as pc').selectAll('pc').where('pc.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('pc.id', '=', filter.id);
-  if (filter.code !== undefined) q = q.where('pc.code_key', '=', codeKey(filter.code));
+  if (filter.code !== undefined) q = q.where('pc.code_key', '=', filter.code);
   if (filter.externalId !== undefined) q = q.where('pc.external_id', '=', filter.externalId);
   if (filter.couponId !== undefined) q = q.where('pc.coupon_id', '=', filter.couponId);
   if (filter.affiliateId !== undefined) q = q.where('pc.affiliate_id', '=', filter.affiliateId);
   return q;
 }
 
+const FILTER_FIELDS = ['id', 'code', 'externalId', 'couponId', 'affiliateId'] as const;
+
 export function findCode(db: Db | Tx, programId: string, filter: CodeFilter) {
-  return selectCodes(db, programId, filter).executeTakeFirst();
+  return selectCodes(db, programId, { ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) }).executeTakeFirst();
 }
 
 const COUPON_COLUMNS: ColumnSet<CouponsTable> = {
@@ -70,21 +73,26 @@ export interface CodeWithRelations {
   affiliate: CodeAffiliateRow | undefined;
 }
 
+const codeWithRelationsQuery = compiledQuery<{ programId: string } & CodeFilter, Record<string, unknown>, string>(
+  (db, param, shape) =>
+    selectCodes(db, param('programId'), placeholderFilter(param as ParamOf<Required<CodeFilter>>, shape))
+      .innerJoin('coupons as c', 'c.id', 'pc.coupon_id')
+      .leftJoin('affiliates as a', 'a.id', 'pc.affiliate_id')
+      .select(prefixedColumns('c', COUPON_COLUMNS, 'coupon__') as never)
+      .select([...AFFILIATE_COLUMNS]) as never,
+);
+
 /** A code with its coupon and affiliate, in one statement. */
 export async function findCodeWithRelations(db: Db | Tx, programId: string, filter: CodeFilter): Promise<CodeWithRelations | undefined> {
-  const row = (await selectCodes(db, programId, filter)
-    .innerJoin('coupons as c', 'c.id', 'pc.coupon_id')
-    .leftJoin('affiliates as a', 'a.id', 'pc.affiliate_id')
-    .select(prefixedColumns('c', COUPON_COLUMNS, 'coupon__') as never)
-    .select([...AFFILIATE_COLUMNS])
-    .executeTakeFirst()) as Record<string, unknown> | undefined;
+  const params = { programId, ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) };
+  const row = await codeWithRelationsQuery.first(db, params, filterShape(filter, FILTER_FIELDS));
   if (!row) return undefined;
   const [coupon, rest] = splitPrefixed(row, 'coupon__');
   return { ...splitCodeAndAffiliate(rest), coupon: coupon as CouponRow };
 }
 
 export function listCodes(db: Db, programId: string, filter: CodeFilter, page: PageRequest) {
-  return pageQuery(selectCodes(db, programId, filter), 'pc', page).execute();
+  return pageQuery(selectCodes(db, programId, { ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) }), 'pc', page).execute();
 }
 
 /**

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { toIso } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import { compiledInsert } from '../../db/compiled-query.ts';
 
 /** Every event type of CONTRACT.md; a subscription may name any of them before it first occurs. */
 export const EVENT_TYPES = [
@@ -43,12 +44,11 @@ export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'w
  */
 export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown, at: string): Promise<string> {
   const id = `evt_${randomToken(18)}`;
-  await tx
-    .insertInto('events')
-    .values({ id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence: null })
-    .execute();
+  await insertEventQuery.run(tx, { id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence: null });
   return id;
 }
+
+const insertEventQuery = compiledInsert('events');
 
 /** recordEvent for many changes of one type at once (bulk generation), 500 rows per statement. */
 export async function recordEvents(tx: Tx, programId: string, type: EventType, data: unknown[], at: string): Promise<void> {

@@ -1,4 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
+import { compiledInsert, compiledQuery } from '../../db/compiled-query.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import type { ClicksTable, CommissionEntriesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -18,32 +19,48 @@ export async function addToAffiliateCounters(
   affiliateId: string,
   delta: { referredUsers: number; commission: number },
 ): Promise<boolean> {
-  // Counters are aggregates, not edits: updated_at is left alone.
-  let q = tx
-    .updateTable('affiliates')
-    .set((eb) => ({
-      number_of_referred_users: eb('number_of_referred_users', '+', delta.referredUsers),
-      total_commission_earned: eb('total_commission_earned', '+', delta.commission),
-    }))
-    .where('id', '=', affiliateId);
-  if (delta.commission > 0) q = q.where('total_commission_earned', '<=', MAX_MINOR_UNITS - delta.commission);
-  const { numUpdatedRows } = await q.executeTakeFirst();
-  return delta.commission <= 0 || numUpdatedRows > 0n;
+  const bounded = delta.commission > 0;
+  const params = { affiliateId, referredUsers: delta.referredUsers, commission: delta.commission, highest: MAX_MINOR_UNITS - delta.commission };
+  const { numAffectedRows } = await affiliateCountersQuery.run(tx, params, bounded ? 'bounded' : 'unbounded');
+  return !bounded || numAffectedRows! > 0n;
 }
+
+type CounterShape = 'bounded' | 'unbounded';
+
+// Counters are aggregates, not edits: updated_at is left alone. A growing total is bounded
+// (`highest`: what it may be before the change) so that it never passes MAX_MINOR_UNITS.
+const affiliateCountersQuery = compiledQuery<{ affiliateId: string; referredUsers: number; commission: number; highest: number }, never, CounterShape>(
+  (db, param, shape) => {
+    const q = db
+      .updateTable('affiliates')
+      .set((eb) => ({
+        number_of_referred_users: eb('number_of_referred_users', '+', param('referredUsers')),
+        total_commission_earned: eb('total_commission_earned', '+', param('commission')),
+      }))
+      .where('id', '=', param('affiliateId'));
+    return shape === 'bounded' ? q.where('total_commission_earned', '<=', param('highest')) : q;
+  },
+);
+
+const linkCountersQuery = compiledQuery<{ linkId: string; referrals: number; sales: number; revenue: number; highest: number }, never, CounterShape>(
+  (db, param, shape) => {
+    const q = db
+      .updateTable('affiliate_links')
+      .set((eb) => ({
+        referrals: eb('referrals', '+', param('referrals')),
+        sales: eb('sales', '+', param('sales')),
+        total_revenue: eb('total_revenue', '+', param('revenue')),
+      }))
+      .where('id', '=', param('linkId'));
+    return shape === 'bounded' ? q.where('total_revenue', '<=', param('highest')) : q;
+  },
+);
 
 /** Moves the link's counters by `delta`. False, and nothing changed, when the revenue total would pass MAX_MINOR_UNITS. */
 export async function addToLinkCounters(tx: Tx, linkId: string, delta: { referrals: number; sales: number; revenue: number }): Promise<boolean> {
-  let q = tx
-    .updateTable('affiliate_links')
-    .set((eb) => ({
-      referrals: eb('referrals', '+', delta.referrals),
-      sales: eb('sales', '+', delta.sales),
-      total_revenue: eb('total_revenue', '+', delta.revenue),
-    }))
-    .where('id', '=', linkId);
-  if (delta.revenue > 0) q = q.where('total_revenue', '<=', MAX_MINOR_UNITS - delta.revenue);
-  const { numUpdatedRows } = await q.executeTakeFirst();
-  return delta.revenue <= 0 || numUpdatedRows > 0n;
+  const bounded = delta.revenue > 0;
+  const { numAffectedRows } = await linkCountersQuery.run(tx, { linkId, ...delta, highest: MAX_MINOR_UNITS - delta.revenue }, bounded ? 'bounded' : 'unbounded');
+  return !bounded || numAffectedRows! > 0n;
 }
 
 /** Adds a counted click to the affiliate's and the link's counters and to the link's day. */
@@ -101,8 +118,12 @@ export async function countSalesOf(db: Db | Tx, programId: string, of: { referra
 }
 
 
+const insertEntriesQuery = compiledInsert('commission_entries');
+
 export async function insertEntries(tx: Tx, rows: Insertable<CommissionEntriesTable>[]): Promise<void> {
-  if (rows.length > 0) await tx.insertInto('commission_entries').values(rows).execute();
+  // One entry (a sale's own, the common case) by a compiled statement; several in one insert.
+  if (rows.length === 1) await insertEntriesQuery.run(tx, rows[0]!);
+  else if (rows.length > 0) await tx.insertInto('commission_entries').values(rows).execute();
 }
 
 /** Where each sale's own `sale` entry stands: when it falls due, and whether a payout took it. */

@@ -94,7 +94,7 @@ export const PROGRAM_CONTEXT_COLUMNS = [
   'minimum_payout',
 ] as const;
 
-type ContextRow = Pick<ProgramRow, (typeof PROGRAM_CONTEXT_COLUMNS)[number]>;
+export type ContextRow = Pick<ProgramRow, (typeof PROGRAM_CONTEXT_COLUMNS)[number]>;
 
 function planOf(row: ContextRow): CommissionPlan {
   return {

@@ -2,7 +2,8 @@ import { sql, type Selectable, type Updateable } from 'kysely';
 import { likeContains } from '../../db/like.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
+import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
 import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
@@ -43,7 +44,16 @@ export async function countReferrals(db: Db, programId: string, filter: Referral
   return Number(row.n);
 }
 
-export function findReferral(db: Db | Tx, programId: string, filter: ReferralFilter) {
+/** The filter fields a compiled query binds (the dashboard's search changes the SQL). */
+const BOUND_FIELDS = ['id', 'emailKey', 'affiliateId', 'externalId', 'status', 'createdFrom', 'createdBefore'] as const;
+type BoundFilter = Pick<ReferralFilter, (typeof BOUND_FIELDS)[number]>;
+
+const referralQuery = compiledQuery<{ programId: string } & BoundFilter, ReferralRow, string>((db, param, shape) =>
+  selectReferrals(db, param('programId'), placeholderFilter(param as ParamOf<Required<BoundFilter>>, shape)),
+);
+
+export function findReferral(db: Db | Tx, programId: string, filter: ReferralFilter): Promise<ReferralRow | undefined> {
+  if (filter.search === undefined) return referralQuery.first(db, { programId, ...filter }, filterShape(filter, BOUND_FIELDS));
   return selectReferrals(db, programId, filter).executeTakeFirst();
 }
 
@@ -56,20 +66,23 @@ export async function findReferralWithAffiliate(
   programId: string,
   filter: { id: string } | { emailKey: string },
 ): Promise<{ referral: ReferralRow; affiliate: AffiliateRow } | undefined> {
-  let q = db
+  const row = await referralWithAffiliateQuery.first(db, { programId, ...filter }, 'id' in filter ? 'id' : 'email');
+  if (!row) return undefined;
+  const [affiliate, referral] = splitPrefixed(row, 'affiliate__');
+  return { referral: referral as ReferralRow, affiliate: affiliate as AffiliateRow };
+}
+
+const referralWithAffiliateQuery = compiledQuery<{ programId: string; id?: string; emailKey?: string }, Record<string, unknown>, 'id' | 'email'>((db, param, shape) => {
+  const q = db
     .selectFrom('referrals as r')
     .innerJoin('affiliates as a', 'a.id', 'r.affiliate_id')
     .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
     .selectAll('r')
     .select(prefixedColumns('a', AFFILIATE_COLUMNS, 'affiliate__') as never)
     .select(['l.link as affiliate__link', 'l.id as affiliate__primary_link_id'])
-    .where('r.program_id', '=', programId);
-  q = 'id' in filter ? q.where('r.id', '=', filter.id) : q.where('r.email_key', '=', filter.emailKey);
-  const row = (await q.executeTakeFirst()) as Record<string, unknown> | undefined;
-  if (!row) return undefined;
-  const [affiliate, referral] = splitPrefixed(row, 'affiliate__');
-  return { referral: referral as ReferralRow, affiliate: affiliate as AffiliateRow };
-}
+    .where('r.program_id', '=', param('programId'));
+  return (shape === 'id' ? q.where('r.id', '=', param('id')!) : q.where('r.email_key', '=', param('emailKey')!)) as never;
+});
 
 /** The referral that holds a customer's external id in the program, if any. */
 export async function findReferralIdByExternalId(db: Db | Tx, programId: string, externalId: string): Promise<string | undefined> {
@@ -77,23 +90,32 @@ export async function findReferralIdByExternalId(db: Db | Tx, programId: string,
   return row?.id;
 }
 
-export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest) {
+const newestReferralsQuery = compiledQuery<{ programId: string } & BoundFilter & NewestFirstParams, ReferralRow, string>((db, param, shape) => {
+  const [filterFields, pageShape] = shape!.split(' ') as [string, NewestFirstShape];
+  const filter = placeholderFilter(param as ParamOf<Required<BoundFilter>>, filterFields);
+  return newestFirstPageQuery(selectReferrals(db, param('programId'), filter), 'r', param as ParamOf<NewestFirstParams>, pageShape);
+});
+
+export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest): Promise<ReferralRow[]> {
+  if (filter.search === undefined && page.order === undefined) {
+    const newest = newestFirst(page);
+    return newestReferralsQuery.rows(db, { programId, ...filter, ...newest.params }, `${filterShape(filter, BOUND_FIELDS)} ${newest.shape}`);
+  }
   return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
 }
 
+const insertReferralQuery = compiledInsert('referrals');
+const insertReferralUnlessEmailTakenQuery = compiledInsert('referrals', (insert) =>
+  insert.onConflict((conflict) => conflict.columns(['program_id', 'email_key']).doNothing()).returning('id'),
+);
+
 export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
-  await tx.insertInto('referrals').values(row).execute();
+  await insertReferralQuery.run(tx, row);
 }
 
 /** Inserts the referral unless the program has its e-mail already; false when it did nothing. */
 export async function insertReferralUnlessEmailTaken(tx: Tx, row: ReferralRow): Promise<boolean> {
-  const inserted = await tx
-    .insertInto('referrals')
-    .values(row)
-    .onConflict((conflict) => conflict.columns(['program_id', 'email_key']).doNothing())
-    .returning('id')
-    .executeTakeFirst();
-  return inserted !== undefined;
+  return (await insertReferralUnlessEmailTakenQuery.first(tx, row)) !== undefined;
 }
 
 /**
@@ -126,5 +148,9 @@ export async function deleteReferralRow(tx: Tx, id: string): Promise<void> {
  * cannot both see "no earlier sale" for a firstTimeOrder code.
  */
 export async function lockReferral(tx: Tx, id: string): Promise<void> {
-  await tx.updateTable('referrals').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', id).execute();
+  await lockReferralQuery.run(tx, { id });
 }
+
+const lockReferralQuery = compiledQuery<{ id: string }, never>((db, param) =>
+  db.updateTable('referrals').set((eb) => ({ updated_at: eb.ref('updated_at') })).where('id', '=', param('id')),
+);

@@ -2,7 +2,8 @@ import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
+import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
 
 export type SaleRow = Selectable<SalesTable>;
@@ -40,11 +41,31 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
   return q;
 }
 
-export function findSale(db: Db | Tx, programId: string, filter: SaleFilter) {
+/** The filter fields a compiled query binds (the dashboard's search and refunded filters change the SQL). */
+const BOUND_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'createdFrom', 'createdBefore'] as const;
+type BoundFilter = Pick<SaleFilter, (typeof BOUND_FIELDS)[number]>;
+const isBound = (filter: SaleFilter) => filter.search === undefined && filter.refunded === undefined;
+
+const saleQuery = compiledQuery<{ programId: string } & BoundFilter, SaleRow, string>((db, param, shape) =>
+  selectSales(db, param('programId'), placeholderFilter(param as ParamOf<Required<BoundFilter>>, shape)),
+);
+
+export function findSale(db: Db | Tx, programId: string, filter: SaleFilter): Promise<SaleRow | undefined> {
+  if (isBound(filter)) return saleQuery.first(db, { programId, ...filter }, filterShape(filter, BOUND_FIELDS));
   return selectSales(db, programId, filter).executeTakeFirst();
 }
 
-export function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest) {
+const newestSalesQuery = compiledQuery<{ programId: string } & BoundFilter & NewestFirstParams, SaleRow, string>((db, param, shape) => {
+  const [filterFields, pageShape] = shape!.split(' ') as [string, NewestFirstShape];
+  const filter = placeholderFilter(param as ParamOf<Required<BoundFilter>>, filterFields);
+  return newestFirstPageQuery(selectSales(db, param('programId'), filter), 's', param as ParamOf<NewestFirstParams>, pageShape);
+});
+
+export function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest): Promise<SaleRow[]> {
+  if (isBound(filter) && page.order === undefined) {
+    const newest = newestFirst(page);
+    return newestSalesQuery.rows(db, { programId, ...filter, ...newest.params }, `${filterShape(filter, BOUND_FIELDS)} ${newest.shape}`);
+  }
   return pageQuery(selectSales(db, programId, filter), 's', page).execute();
 }
 
@@ -76,8 +97,10 @@ export function listSaleRefunds(db: Db, programId: string, saleId: number) {
   return db.selectFrom('sale_refunds').selectAll().where('program_id', '=', programId).where('sale_id', '=', saleId).orderBy('created_at').orderBy('id').execute();
 }
 
+const insertSaleQuery = compiledInsert('sales', (insert) => insert.returning('id'));
+
 export async function insertSale(tx: Tx, row: Insertable<SalesTable>): Promise<number> {
-  const { id } = await tx.insertInto('sales').values(row).returning('id').executeTakeFirstOrThrow();
+  const { id } = (await insertSaleQuery.first(tx, row))!;
   return Number(id);
 }
 

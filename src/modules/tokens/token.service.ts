@@ -4,10 +4,11 @@ import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import type { Authenticated, TokenCache } from './token-cache.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
-import { PROGRAM_CONTEXT_COLUMNS, toProgramContext } from '../programs/program.service.ts';
+import { PROGRAM_CONTEXT_COLUMNS, toProgramContext, type ContextRow } from '../programs/program.service.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { compiledQuery } from '../../db/compiled-query.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
 /** How often last_used_at is refreshed; writing it on every call would cost a write per read. */
@@ -82,21 +83,28 @@ export async function authenticateToken(db: Db, token: string, cache?: TokenCach
   const cached = cacheMs > 0 ? cache!.get(tokenHash, startedAt) : null;
   if (cached) return cached;
   const generation = cache?.currentGeneration() ?? 0;
-  const row = await db
-    .selectFrom('api_tokens as t')
-    .innerJoin('programs as p', 'p.id', 't.program_id')
-    .select(['t.id as token_id', 't.last_used_at', ...PROGRAM_CONTEXT_COLUMNS.map((column) => `p.${column}` as const)])
-    .where('t.token_hash', '=', tokenHash)
-    .where('t.revoked_at', 'is', null)
-    .executeTakeFirst();
+  const row = await tokenQuery.first(db, { tokenHash });
   if (!row) return null;
   if (row.last_used_at === null || startedAt - Date.parse(toIso(row.last_used_at)) > LAST_USED_RESOLUTION_MS) {
-    await db.updateTable('api_tokens').set({ last_used_at: new Date(startedAt).toISOString() }).where('id', '=', row.token_id).execute();
+    await tokenUsedQuery.run(db, { id: row.token_id, at: new Date(startedAt).toISOString() });
   }
   const auth = { tokenId: row.token_id, program: toProgramContext(row, clock) };
   if (cacheMs > 0) cache!.set(tokenHash, auth, startedAt + cacheMs, generation);
   return auth;
 }
+
+const tokenQuery = compiledQuery<{ tokenHash: string }, ContextRow & { token_id: string; last_used_at: string | Date | null }>((db, param) =>
+  db
+    .selectFrom('api_tokens as t')
+    .innerJoin('programs as p', 'p.id', 't.program_id')
+    .select(['t.id as token_id', 't.last_used_at', ...PROGRAM_CONTEXT_COLUMNS.map((column) => `p.${column}` as const)])
+    .where('t.token_hash', '=', param('tokenHash'))
+    .where('t.revoked_at', 'is', null) as never,
+);
+
+const tokenUsedQuery = compiledQuery<{ id: string; at: string }, never>((db, param) =>
+  db.updateTable('api_tokens').set({ last_used_at: param('at') }).where('id', '=', param('id')),
+);
 
 export type TokenKind = 'api_key' | 'connect';
 
