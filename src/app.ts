@@ -1,5 +1,4 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import helmet from '@fastify/helmet';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.ts';
@@ -8,6 +7,7 @@ import type { DatabaseHandle } from './db/database.ts';
 import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
 import { requireBearerToken } from './http/auth.ts';
+import { setSecurityHeaders } from './http/security-headers.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { answerFrameworkError, registerErrorHandler } from './http/error-handler.ts';
 import { answerClientError, newRequestId } from './http/client-errors.ts';
@@ -95,13 +95,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   app.setValidatorCompiler(validatorCompiler);
   // Unknown paths outside /api are pages of the site: an HTML 404 (web.ts).
   registerErrorHandler(app, { notFoundPage });
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
-  // HSTS only where the site is served over https: on plain http it would be ignored, or pin a
-  // development host to https.
-  const hsts = config.siteUrl.startsWith('https:') ? { maxAge: 31_536_000, includeSubDomains: true } : false;
-  await app.register(helmet, { contentSecurityPolicy: false, strictTransportSecurity: hsts, global: true });
+  setSecurityHeaders(app, config.siteUrl);
   app.addSchema(ProblemSchema);
   await registerApiDocs(app, config);
 

@@ -85,10 +85,12 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       ? createMailWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, transport: mailTransport, log: app.log })
       : null;
     if (worker) {
-      app.addHook('onResponse', async (request, reply) => {
-        if (request.method === 'GET' || reply.statusCode >= 400) return;
-        worker.wake();
-        mail?.wake();
+      app.addHook('onResponse', (request, reply, done) => {
+        if (request.method !== 'GET' && reply.statusCode < 400) {
+          worker.wake();
+          mail?.wake();
+        }
+        done();
       });
     }
     await app.listen({ port: config.port, host: config.host });

@@ -11,8 +11,8 @@ import { afterCommit, type Tx } from './transaction.ts';
 // every process LISTENs on a connection of its own; a lost connection means notifications may
 // have been missed, so the cache is dropped and not trusted until the listener is back. On
 // SQLite other processes (the CLI beside the server) write the same file: the connection's
-// `data_version` changes whenever another connection committed, and it is checked before each
-// use of the cache.
+// `data_version` changes whenever another connection committed, and it is checked before the
+// cache is used (at most once a millisecond).
 
 /** The channel that says cached token answers are stale: a token was revoked or its program changed. */
 export const TOKEN_CHANGE_CHANNEL = 'tandem_token_changes';
@@ -47,16 +47,27 @@ export interface ChangeWatch {
   close(): Promise<void>;
 }
 
+/**
+ * How often, at most, a SQLite watch asks for data_version: once per millisecond rather than
+ * once per request (a statement each, a few µs). A change another process commits is seen by
+ * requests that start a millisecond later or more.
+ */
+const SQLITE_CHECK_EVERY_MS = 1;
+
 export function watchSqliteChanges(connection: SqliteDatabase.Database, onChange: () => void): ChangeWatch {
   // Prepared once: Database#pragma prepares its statement on every call, a cost paid per request here.
   const statement = connection.prepare('pragma data_version').pluck();
   const dataVersion = () => statement.get() as number;
   let seen = dataVersion();
+  let checkedAt = performance.now();
   return {
     trustCache() {
-      const now = dataVersion();
-      if (now !== seen) {
-        seen = now;
+      const now = performance.now();
+      if (now - checkedAt < SQLITE_CHECK_EVERY_MS) return true;
+      checkedAt = now;
+      const version = dataVersion();
+      if (version !== seen) {
+        seen = version;
         onChange();
       }
       return true;

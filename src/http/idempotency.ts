@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { addRouteHook } from './route-hooks.ts';
 import { toIso, type Clock } from '../domain/clock.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { withBeforeCommit, type Db, type Tx } from '../db/transaction.ts';
@@ -123,11 +124,14 @@ function successStatus(reply: FastifyReply): number {
   return reply.request.method === 'POST' ? 201 : 200;
 }
 
+/** The methods an Idempotency-Key applies to: the API's writes that create or change. */
+const KEYED_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT']);
+
 export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: number): void {
   scope.decorateRequest('idempotency', null);
 
-  scope.addHook('preHandler', async (request, reply) => {
-    if (request.method !== 'POST' && request.method !== 'PUT') return;
+  // Only POST and PUT routes get these hooks (route-hooks.ts): reads never pay for them.
+  addRouteHook(scope, KEYED_METHODS, 'preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers['idempotency-key'];
     if (header === undefined) return;
     const key = Array.isArray(header) ? header[0]! : header;
@@ -152,7 +156,7 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
   // For a claimed key, the handler runs inside withBeforeCommit, so every transaction it opens
   // stores the response in that transaction. Callback style, synchronous: `done` continues the
   // lifecycle (the handler) within the hook's async context.
-  scope.addHook('preHandler', (request, reply, done) => {
+  addRouteHook(scope, KEYED_METHODS, 'preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const state = request.idempotency;
     if (state === null) return done();
     const programId = request.auth.program.id;
@@ -168,7 +172,7 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
   // What the transaction did not store: a client error (nothing committed), a response other
   // than the transaction's result, or a route without a transaction. A 5xx releases the key,
   // unless its work committed (state done): a retry must then replay, not do it again.
-  scope.addHook('onSend', async (request, reply, payload) => {
+  addRouteHook(scope, KEYED_METHODS, 'onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const state = request.idempotency;
     if (state === null) return payload;
     request.idempotency = null;

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { addRouteHook, BODY_METHODS } from './route-hooks.ts';
 import { ApiError } from '../domain/errors.ts';
 import { malformedEncoding } from './error-handler.ts';
 
@@ -76,11 +77,23 @@ export function assertWellEncodedQuery(url: string): void {
  * validation (and so before the idempotency layer hashes it or a service reads it).
  */
 export function guardApiInput(scope: FastifyInstance): void {
-  scope.addHook('onRequest', async (request) => {
-    assertWellEncodedQuery(request.url);
-    assertCleanInput(request.query);
+  // Synchronous: no promise per request for a check that never waits.
+  scope.addHook('onRequest', (request, _reply, done) => {
+    try {
+      assertWellEncodedQuery(request.url);
+      assertCleanInput(request.query);
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
   });
-  scope.addHook('preValidation', async (request) => {
-    if (request.body !== undefined) assertCleanInput(request.body);
+  // Only routes whose method carries a body (route-hooks.ts).
+  addRouteHook(scope, BODY_METHODS, 'preValidation', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    try {
+      if (request.body !== undefined) assertCleanInput(request.body);
+    } catch (error) {
+      return done(error as Error);
+    }
+    done();
   });
 }

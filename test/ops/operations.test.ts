@@ -52,6 +52,7 @@ interface OpenApiDocument {
   security?: Record<string, unknown>[];
 }
 
+/** What every page carries: helmet's set (pages add their own CSP). */
 function assertSecurityHeaders(headers: Headers, what: string): void {
   assert.equal(headers.get('x-content-type-options'), 'nosniff', `${what}: x-content-type-options`);
   assert.match(headers.get('x-frame-options') ?? '', /^(DENY|SAMEORIGIN)$/, `${what}: x-frame-options`);
@@ -62,6 +63,24 @@ function assertSecurityHeaders(headers: Headers, what: string): void {
   assert.equal(headers.get('x-permitted-cross-domain-policies'), 'none', `${what}: x-permitted-cross-domain-policies`);
   assert.equal(headers.get('cross-origin-opener-policy'), 'same-origin', `${what}: cross-origin-opener-policy`);
   assert.ok(headers.get('cross-origin-resource-policy'), `${what}: cross-origin-resource-policy`);
+  assertNoBanner(headers, what);
+}
+
+/**
+ * What every JSON answer carries: its request id and nosniff, and nothing meant for pages
+ * (frames, referrers, cross-origin policies): bytes on every answer that no API client reads.
+ */
+function assertApiHeaders(headers: Headers, what: string): void {
+  assert.equal(headers.get('x-content-type-options'), 'nosniff', `${what}: x-content-type-options`);
+  assert.match(headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, `${what}: x-request-id`);
+  for (const pageOnly of ['x-frame-options', 'content-security-policy', 'referrer-policy', 'cross-origin-opener-policy', 'cross-origin-resource-policy', 'x-dns-prefetch-control', 'x-permitted-cross-domain-policies', 'origin-agent-cluster', 'x-download-options', 'x-xss-protection']) {
+    assert.equal(headers.get(pageOnly), null, `${what}: no ${pageOnly} on a JSON answer`);
+  }
+  assert.equal(headers.get('strict-transport-security'), null, `${what}: no strict-transport-security on an http site`);
+  assertNoBanner(headers, what);
+}
+
+function assertNoBanner(headers: Headers, what: string): void {
   assert.equal(headers.get('x-powered-by'), null, `${what}: no x-powered-by`);
   assert.equal(headers.get('server'), null, `${what}: no server banner`);
 }
@@ -95,18 +114,24 @@ describe('operations', () => {
     it('are sent on API successes, API errors, health checks and 404s', async () => {
       const ok = await api.get('/me');
       assert.equal(ok.status, 200);
-      assertSecurityHeaders(ok.headers, 'GET /me');
+      assertApiHeaders(ok.headers, 'GET /me');
       const unauthorized = await fetch(`${t.url}/api/v1/me`);
       assert.equal(unauthorized.status, 401);
-      assertSecurityHeaders(unauthorized.headers, '401');
+      assertApiHeaders(unauthorized.headers, '401');
       const invalid = await api.post('/affiliates', {});
       assert.equal(invalid.status, 422);
-      assertSecurityHeaders(invalid.headers, '422');
+      assertApiHeaders(invalid.headers, '422');
       const health = await fetch(`${t.url}/healthz`);
-      assertSecurityHeaders(health.headers, 'healthz');
+      assertApiHeaders(health.headers, 'healthz');
       const missing = await fetch(`${t.url}/api/v1/no-such-route`);
       assert.equal(missing.status, 404);
-      assertSecurityHeaders(missing.headers, '404');
+      assertApiHeaders(missing.headers, '404');
+      const page = await fetch(`${t.url}/login`);
+      assert.equal(page.status, 200);
+      assertSecurityHeaders(page.headers, 'GET /login');
+      const missingPage = await fetch(`${t.url}/no-such-page`);
+      assert.equal(missingPage.status, 404);
+      assertSecurityHeaders(missingPage.headers, 'the HTML 404');
     });
 
     it('the docs page restricts scripts to its own origin', async () => {
@@ -248,6 +273,7 @@ describe('a site served over https', () => {
       const health = await fetch(`${t.url}/healthz`);
       assert.match(health.headers.get('strict-transport-security') ?? '', /^max-age=31536000; includeSubDomains/);
       const login = await fetch(`${t.url}/login`);
+      assert.match(login.headers.get('strict-transport-security') ?? '', /^max-age=31536000; includeSubDomains/, 'on pages too');
       // The anonymous CSRF cookie (the session cookie after login: test/web/anonymous-csrf.test.ts).
       const cookie = login.headers.getSetCookie().find((c) => c.startsWith('tandem_anon=')) ?? '';
       assert.match(cookie, /; Secure/i);

@@ -17,8 +17,9 @@ declare module 'fastify' {
 // that statement on almost every request. Revocation is honoured at once on every process: a
 // change (revoking a token, changing a program) is announced on TOKEN_CHANGE_CHANNEL
 // (db/change-watch.ts) and every app's cache is dropped when it hears it; on SQLite each
-// process also checks the file's data_version before it trusts the cache. Only valid tokens
-// are cached, so unknown ones cannot fill it. One cache per app (buildApp makes it).
+// process also checks the file's data_version (at most once a millisecond) before it trusts
+// the cache. Only valid tokens are cached, so unknown ones cannot fill it. One cache per app
+// (buildApp makes it).
 
 const MAX_ENTRIES = 10_000;
 
