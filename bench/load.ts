@@ -1,5 +1,5 @@
 import autocannon from 'autocannon';
-import type { Service } from './processes.ts';
+import { cpuMicros, type Service } from './processes.ts';
 import type { Figures } from './table.ts';
 
 // Load with autocannon, shared by bench/run.ts and bench/events.ts: one autocannon instance
@@ -20,6 +20,8 @@ export interface Target {
 export interface Measurement extends Figures {
   /** 2xx answers. */
   ok: number;
+  /** CPU time the service's processes used per answer, µs (user and system; the database server's not counted). */
+  cpuPerRequest: number;
   failures: number;
   firstFailure?: string;
 }
@@ -41,12 +43,17 @@ export async function load(target: Target, seconds: number, options: LoadOptions
   // A short pause first, so the previous run's in-flight requests have drained on both sides.
   await new Promise((r) => setTimeout(r, 250));
   const origins = target.service.origins;
+  const cpu = () => target.service.children.reduce((sum, child) => sum + cpuMicros(child.pid!), 0);
+  const cpuBefore = cpu();
   const parts = await Promise.all(
     origins.map((origin, i) =>
       loadOne(target, origin, seconds, share(options.connections, origins.length, i), options.rate === undefined ? undefined : share(options.rate, origins.length, i)),
     ),
   );
+  const cpuUsed = cpu() - cpuBefore;
+  const answered = parts.reduce((sum, m) => sum + m.ok + m.failures, 0);
   return {
+    cpuPerRequest: answered > 0 ? cpuUsed / answered : 0,
     rps: parts.reduce((sum, m) => sum + m.rps, 0),
     p50: Math.max(...parts.map((m) => m.p50)),
     p99: Math.max(...parts.map((m) => m.p99)),
@@ -82,6 +89,7 @@ function loadOne(target: Target, origin: string, seconds: number, connections: n
         if (error) return reject(error);
         const ok = result['2xx'];
         resolveRun({
+          cpuPerRequest: 0,
           rps: ok / result.duration,
           p50: result.latency.p50,
           p99: result.latency.p99,

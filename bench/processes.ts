@@ -122,6 +122,14 @@ export function peakRssMb(pid: number): number {
   return Number(match[1]) / 1024;
 }
 
+/** CPU time (user and system) the process has used so far, in µs (/proc/PID/stat, clock ticks of 10 ms). */
+export function cpuMicros(pid: number): number {
+  // Fields after the command (which may hold spaces) are space-separated; utime and stime are the 14th and 15th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
 // ---------------------------------------------------------------- PostgreSQL
 
 export interface ScratchDatabase {

