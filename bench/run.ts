@@ -142,6 +142,19 @@ function withRatioTarget(result: Compared, numerator: number, denominator: numbe
 
 // ---------------------------------------------------------------- the run
 
+/** BENCH_TANDEM_ENV="WORKER=off LOG_LEVEL=warn": more settings for the Tandem server, to measure what one costs. */
+function extraTandemEnv(): Record<string, string> {
+  const text = process.env.BENCH_TANDEM_ENV?.trim();
+  if (!text) return {};
+  return Object.fromEntries(
+    text.split(/\s+/).map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) throw new Error(`BENCH_TANDEM_ENV: "${pair}" is not NAME=value`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
+
 async function main(): Promise<number> {
   const startedAt = Date.now();
   const loadAtStart = loadAverage();
@@ -174,7 +187,7 @@ async function main(): Promise<number> {
     const tandem = await startService(
       'tandem',
       [...(cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), 'bin/tandem', 'serve'],
-      { HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: BENCH_LOG_LEVEL, RATE_LIMIT_PER_MINUTE: '1000000000' },
+      { HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: BENCH_LOG_LEVEL, RATE_LIMIT_PER_MINUTE: '1000000000', ...extraTandemEnv() },
       PROCESSES,
     );
     services.push(tandem);

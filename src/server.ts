@@ -85,11 +85,9 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       ? createMailWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, transport: mailTransport, log: app.log })
       : null;
     if (worker) {
+      // Mail wakes its worker itself when queued (mail.repository.ts): most writes queue none.
       app.addHook('onResponse', (request, reply, done) => {
-        if (request.method !== 'GET' && reply.statusCode < 400) {
-          worker.wake();
-          mail?.wake();
-        }
+        if (request.method !== 'GET' && reply.statusCode < 400) worker.wake();
         done();
       });
     }

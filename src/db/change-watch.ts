@@ -31,6 +31,11 @@ export async function announceChange(tx: Tx, channel: string): Promise<void> {
   afterCommit(tx, () => localChanges.emit(channel));
 }
 
+/** Tells this process only (no NOTIFY), once `tx` commits: for work its own workers pick up, such as queued mail. */
+export function announceLocalChange(tx: Tx, channel: string): void {
+  afterCommit(tx, () => localChanges.emit(channel));
+}
+
 /** Calls `onChange` after each change this process commits on `channel`; returns the unsubscribe. */
 export function onLocalChange(channel: string, onChange: () => void): () => void {
   localChanges.on(channel, onChange);

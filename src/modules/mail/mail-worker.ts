@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { onLocalChange } from '../../db/change-watch.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../db/transaction.ts';
-import { claimDueMail, markMailAttemptFailed, markMailSent } from './mail.repository.ts';
+import { claimDueMail, MAIL_QUEUED_CHANNEL, markMailAttemptFailed, markMailSent } from './mail.repository.ts';
 import type { MailTransport } from './mail-transport.ts';
 
 // Sends the mail outbox: runs beside the webhook worker (in `tandem serve` unless WORKER=off,
@@ -14,7 +15,7 @@ import type { MailTransport } from './mail-transport.ts';
 export interface MailWorker {
   start(): void;
   stop(): Promise<void>;
-  /** Look for mail now (after a write that may have queued some). */
+  /** Look for mail now (the worker also wakes by itself when this process queues mail). */
   wake(): void;
 }
 
@@ -74,14 +75,19 @@ export function createMailWorker(options: MailWorkerOptions): MailWorker {
     }
   }
 
+  // Woken when this process queues mail (after its transaction commits); mail queued by other
+  // processes waits for the poll.
+  let stopHearing: (() => void) | null = null;
   return {
     start() {
       if (running) return;
       running = true;
+      stopHearing = onLocalChange(MAIL_QUEUED_CHANNEL, () => wakeUp?.());
       loop = run();
     },
     async stop() {
       running = false;
+      stopHearing?.();
       wakeUp?.();
       await loop;
     },

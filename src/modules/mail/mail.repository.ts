@@ -3,11 +3,16 @@ import type { MailOutboxTable } from '../../db/schema.ts';
 import { dialectOf } from '../../db/dialect.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
+import { announceLocalChange } from '../../db/change-watch.ts';
 
 export type MailRow = Selectable<MailOutboxTable>;
 
+/** The local channel that says mail was queued: this process's mail worker wakes for it (mail-worker.ts). */
+export const MAIL_QUEUED_CHANNEL = 'tandem_mail_queued';
+
 export async function insertMail(tx: Tx, row: Insertable<MailOutboxTable>): Promise<void> {
   await tx.insertInto('mail_outbox').values(row).execute();
+  announceLocalChange(tx, MAIL_QUEUED_CHANNEL);
 }
 
 /**
