@@ -1,4 +1,4 @@
-import type { CompiledQuery, Compilable, Insertable, InsertQueryBuilder, Kysely, QueryResult } from 'kysely';
+import type { CompiledQuery, Compilable, Insertable, InsertQueryBuilder, Kysely, QueryResult, RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { dialectOf } from './dialect.ts';
 
@@ -55,7 +55,7 @@ export interface CompiledQueryOf<P, R, S extends string = never> {
  * run on), `param`, which marks where each call's value goes, and the shape asked for.
  */
 export function compiledQuery<P extends object, R, S extends string = never>(
-  build: (db: AnyDb, param: ParamOf<P>, shape: S | undefined) => Compilable<R>,
+  build: (db: AnyDb, param: ParamOf<P>, shape: S | undefined) => Compilable<R> | RawBuilder<R>,
 ): CompiledQueryOf<P, R, S> {
   const compiledByKey = new Map<string, Compiled>();
   const param = ((name: string) => new Placeholder(name)) as ParamOf<P>;
@@ -65,7 +65,8 @@ export function compiledQuery<P extends object, R, S extends string = never>(
     const key = shape === undefined ? dialect : `${dialect} ${shape}`;
     let compiled = compiledByKey.get(key);
     if (compiled === undefined) {
-      const template = build(db, param, shape).compile();
+      // A query builder compiles by itself; raw SQL (sql`…`) with the database it is for.
+      const template = (build(db, param, shape) as { compile(db: AnyDb): CompiledQuery }).compile(db);
       compiled = { template, slots: template.parameters };
       compiledByKey.set(key, compiled);
       if (dialect === 'postgres' && !statementNames.has(template.sql)) statementNames.set(template.sql, `tandem_${statementNames.size + 1}`);

@@ -42,8 +42,13 @@ export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((type) => type !== 'w
  * change it reports or not at all. `data` is the resource exactly as the API returns it.
  * The event has no sequence yet: see sequenceEvents.
  */
+/** A new event's id. */
+export function newEventId(): string {
+  return `evt_${randomToken(18)}`;
+}
+
 export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown, at: string): Promise<string> {
-  const id = `evt_${randomToken(18)}`;
+  const id = newEventId();
   await insertEventQuery.run(tx, { id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence: null });
   return id;
 }
@@ -52,7 +57,7 @@ const insertEventQuery = compiledInsert('events');
 
 /** recordEvent for many changes of one type at once (bulk generation), 500 rows per statement. */
 export async function recordEvents(tx: Tx, programId: string, type: EventType, data: unknown[], at: string): Promise<void> {
-  const rows = data.map((item) => ({ id: `evt_${randomToken(18)}`, program_id: programId, type, data: JSON.stringify(item), created_at: at, sequence: null }));
+  const rows = data.map((item) => ({ id: newEventId(), program_id: programId, type, data: JSON.stringify(item), created_at: at, sequence: null }));
   for (let i = 0; i < rows.length; i += 500) await tx.insertInto('events').values(rows.slice(i, i + 500)).execute();
 }
 

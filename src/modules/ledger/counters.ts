@@ -42,7 +42,7 @@ export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, co
  * A sale that would take a total past MAX_MINOR_UNITS is refused (the transaction rolls back):
  * a larger total would be stored exactly but answered as a JSON number that drifted.
  */
-function counterLimit(pointer: string, total: string) {
+export function counterLimit(pointer: string, total: string) {
   return invalidField(pointer, `would take ${total} past ${MAX_MINOR_UNITS} minor units, the largest total kept exactly`);
 }
 

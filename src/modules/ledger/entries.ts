@@ -16,6 +16,11 @@ import { HELD_UNTIL, insertEntries, saleEntryStates, setSaleEntriesDue } from '.
 
 export type ChangeKind = 'refund' | 'adjustment' | 'void';
 
+/** When a sale's own entry falls due: once the plan's hold has passed. */
+export function saleEntryDueAt(program: ProgramContext, createdAt: string): string {
+  return endOfHold(new Date(createdAt), program.plan.holdDays).toISOString();
+}
+
 /** The `sale` entry of a sale just recorded. */
 export async function appendSaleEntry(tx: Tx, program: ProgramContext, sale: { id: number; affiliate_id: string; commission: number; created_at: string }): Promise<void> {
   await insertEntries(tx, [
@@ -26,7 +31,7 @@ export async function appendSaleEntry(tx: Tx, program: ProgramContext, sale: { i
       kind: 'sale',
       amount: sale.commission,
       currency: program.currency,
-      due_at: endOfHold(new Date(sale.created_at), program.plan.holdDays).toISOString(),
+      due_at: saleEntryDueAt(program, sale.created_at),
       created_at: sale.created_at,
     },
   ]);

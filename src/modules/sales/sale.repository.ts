@@ -104,6 +104,68 @@ export async function insertSale(tx: Tx, row: Insertable<SalesTable>): Promise<n
   return Number(id);
 }
 
+/** What the one-statement write of a new sale (PostgreSQL) binds besides the sale's row. */
+export interface NewSaleWrites {
+  /** The ceilings the counters may be at before the change (MAX_MINOR_UNITS less what is added). */
+  highestCommission: number;
+  highestRevenue: number;
+  currency: string;
+  dueAt: string;
+  eventId: string;
+  /** The sale.created event's data as JSON text without its leading `{"id":N,` — the id is the database's. */
+  eventDataAfterId: string;
+}
+
+/**
+ * On PostgreSQL, a new sale and every write that goes with it in one statement (one round trip
+ * instead of five): the row, the affiliate's and the link's counters (bounded like
+ * ledger.repository's), the sale's ledger entry and its sale.created event. The counters report
+ * how many rows they changed, so the caller can refuse a total that would pass its ceiling (the
+ * transaction then rolls back, the inserts with it). Shapes: whether the affiliate's total grows
+ * (a commission of 0 leaves it), whether the sale has a link, and whether its revenue grows.
+ */
+type NewSaleShape = `${'affiliate' | 'no-affiliate'} ${'link-revenue' | 'link' | 'no-link'}`;
+const SALE_COLUMNS = [
+  'program_id', 'affiliate_id', 'referral_id', 'link_id', 'promotional_code_id', 'external_id', 'external_invoice_id', 'invoice_key', 'name',
+  'email', 'total_earned', 'commission_rate', 'commission', 'commission_rule', 'commission_flat', 'refunded_amount', 'refunded_commission',
+  'created_at', 'updated_at',
+] as const;
+type NewSaleRow = { [K in (typeof SALE_COLUMNS)[number]]: SaleRow[K] };
+type NewSaleParams = NewSaleRow & NewSaleWrites;
+
+const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affiliate_rows: number | string; link_rows: number | string }, NewSaleShape>((_db, param, shape) => {
+  const [affiliate, link] = shape!.split(' ');
+  const values = sql.join(SALE_COLUMNS.map((column) => param(column)));
+  const affiliateUpdate =
+    affiliate === 'affiliate'
+      ? sql`update affiliates set total_commission_earned = total_commission_earned + ${param('commission')}
+          where id = ${param('affiliate_id')} and total_commission_earned <= ${param('highestCommission')} returning 1`
+      : sql`select 1 where false`;
+  const linkUpdate =
+    link === 'no-link'
+      ? sql`select 1 where false`
+      : sql`update affiliate_links set sales = sales + 1, total_revenue = total_revenue + ${param('total_earned')}
+          where id = ${param('link_id')}${link === 'link-revenue' ? sql` and total_revenue <= ${param('highestRevenue')}` : sql``} returning 1`;
+  // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
+  return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${values}) returning id),
+    a as (${affiliateUpdate}),
+    l as (${linkUpdate}),
+    e as (insert into commission_entries (program_id, affiliate_id, sale_id, kind, amount, currency, due_at, created_at)
+      select cast(${param('program_id')} as uuid), cast(${param('affiliate_id')} as uuid), s.id, 'sale', cast(${param('commission')} as bigint),
+        cast(${param('currency')} as text), cast(${param('dueAt')} as timestamptz), cast(${param('created_at')} as timestamptz) from s),
+    v as (insert into events (id, program_id, type, data, created_at, sequence)
+      select cast(${param('eventId')} as text), cast(${param('program_id')} as uuid), 'sale.created',
+        '{"id":' || s.id || ',' || cast(${param('eventDataAfterId')} as text), cast(${param('created_at')} as timestamptz), null from s)
+    select s.id, (select count(*) from a) as affiliate_rows, (select count(*) from l) as link_rows from s`;
+});
+
+/** The one-statement write of a new sale (PostgreSQL only); its id and which counters moved. */
+export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: NewSaleWrites): Promise<{ id: number; affiliateMoved: boolean; linkMoved: boolean }> {
+  const shape: NewSaleShape = `${Number(row.commission) !== 0 ? 'affiliate' : 'no-affiliate'} ${row.link_id === null ? 'no-link' : Number(row.total_earned) > 0 ? 'link-revenue' : 'link'}`;
+  const result = (await newSaleQuery.first(tx, { ...row, ...writes }, shape))!;
+  return { id: Number(result.id), affiliateMoved: Number(result.affiliate_rows) > 0, linkMoved: Number(result.link_rows) > 0 };
+}
+
 /** The sale that holds an invoice id in the program, if any. */
 export async function findSaleIdByInvoice(db: Db | Tx, programId: string, invoiceKey: string): Promise<number | undefined> {
   const row = await db.selectFrom('sales').select('id').where('program_id', '=', programId).where('invoice_key', '=', invoiceKey).executeTakeFirst();

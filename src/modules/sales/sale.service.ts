@@ -5,7 +5,7 @@ import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
-import { listSaleEvents, recordEvent, type EventRow } from '../events/outbox.ts';
+import { listSaleEvents, newEventId, recordEvent, type EventRow } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { effectiveRate } from '../affiliates/affiliate.service.ts';
@@ -22,6 +22,7 @@ import {
   findSaleIdByInvoice,
   insertRefund,
   insertSale,
+  insertSaleWithItsWrites,
   listSaleRefunds,
   listSales,
   lockSale,
@@ -32,8 +33,10 @@ import {
   type SaleRow,
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
-import { countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
-import { appendChangeEntries, appendSaleEntry } from '../ledger/entries.ts';
+import { counterLimit, countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
+import { appendChangeEntries, appendSaleEntry, saleEntryDueAt } from '../ledger/entries.ts';
+import { dialectOf } from '../../db/dialect.ts';
+import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {
@@ -182,10 +185,7 @@ async function sellInTransaction(
     refunded_commission: 0,
     created_at: createdAt.toISOString(),
   };
-  const id = await insertSale(tx, { ...row, updated_at: row.created_at });
-  const stored: SaleRow = { ...row, id, updated_at: row.created_at };
-  await countSales(tx, [creditOf(stored)], 1);
-  await appendSaleEntry(tx, program, { id, affiliate_id: row.affiliate_id, commission, created_at: row.created_at });
+  const sale = await recordNewSale(tx, program, { ...row, updated_at: row.created_at });
   // Redeemed after the affiliate and link counters, as POST /referrals does: every transaction
   // locks affiliate and link rows before code and coupon rows, so two cannot deadlock on
   // PostgreSQL, and a hot code's row stays locked only for the end of the transaction.
@@ -197,8 +197,37 @@ async function sellInTransaction(
       totalEarnedMinor: totalEarned,
     });
   }
+  return sale;
+}
+
+/**
+ * Writes a new sale and what goes with it — the counters it adds to, its ledger entry, its
+ * sale.created event — and returns it as the API answers it. SQLite runs the statements in
+ * process; on PostgreSQL one statement carries them all (one round trip instead of five).
+ */
+async function recordNewSale(tx: Tx, program: ProgramContext, row: Omit<SaleRow, 'id'>): Promise<Sale> {
+  if (dialectOf(tx) === 'postgres') {
+    // The event's data is the answer with the id the database gives; `{"id":0,` is its start.
+    const withoutId = JSON.stringify(serializeSale({ ...row, id: 0 }, program));
+    if (!withoutId.startsWith('{"id":0,')) throw new Error('serializeSale must put the id first');
+    const written = await insertSaleWithItsWrites(tx, row, {
+      highestCommission: MAX_MINOR_UNITS - Number(row.commission),
+      highestRevenue: MAX_MINOR_UNITS - Number(row.total_earned),
+      currency: program.currency,
+      dueAt: saleEntryDueAt(program, toIso(row.created_at)),
+      eventId: newEventId(),
+      eventDataAfterId: withoutId.slice('{"id":0,'.length),
+    });
+    if (Number(row.commission) !== 0 && !written.affiliateMoved) throw counterLimit('#/totalEarned', "the affiliate's totalCommissionEarned");
+    if (row.link_id !== null && !written.linkMoved) throw counterLimit('#/totalEarned', "the link's totalRevenue");
+    return serializeSale({ ...row, id: written.id }, program);
+  }
+  const id = await insertSale(tx, row);
+  const stored: SaleRow = { ...row, id };
+  await countSales(tx, [creditOf(stored)], 1);
+  await appendSaleEntry(tx, program, { id, affiliate_id: row.affiliate_id, commission: Number(row.commission), created_at: toIso(row.created_at) });
   const sale = serializeSale(stored, program);
-  await recordEvent(tx, program.id, 'sale.created', sale, row.created_at);
+  await recordEvent(tx, program.id, 'sale.created', sale, toIso(row.created_at));
   return sale;
 }
 
