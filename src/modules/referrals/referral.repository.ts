@@ -113,6 +113,35 @@ export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
   await insertReferralQuery.run(tx, row);
 }
 
+const REFERRAL_COLUMNS = [
+  'id', 'program_id', 'affiliate_id', 'link_id', 'promotional_code_id', 'name', 'email', 'email_key', 'referred_user_external_id', 'external_id_key',
+  'plan', 'status', 'created_at', 'updated_at',
+] as const satisfies readonly (keyof ReferralRow)[];
+
+/**
+ * On PostgreSQL, a new referral and every write that goes with it in one statement (one round
+ * trip instead of four): the row, the affiliate's and the link's referral counters and the
+ * referral.created event (its data given as JSON text). A taken e-mail or external id fails the
+ * statement as the insert alone would. Shapes: with or without a link.
+ */
+const newReferralQuery = compiledQuery<ReferralRow & { eventId: string; eventData: string }, { id: string }, 'link' | 'no-link'>((_db, param, shape) => {
+  const linkUpdate = shape === 'link' ? sql`update affiliate_links set referrals = referrals + 1 where id = ${param('link_id')}` : sql`select 1 where false`;
+  // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
+  return sql`with r as (insert into referrals (${sql.join(REFERRAL_COLUMNS.map((column) => sql.ref(column)))})
+      values (${sql.join(REFERRAL_COLUMNS.map((column) => param(column)))}) returning id),
+    a as (update affiliates set number_of_referred_users = number_of_referred_users + 1 where id = ${param('affiliate_id')}),
+    l as (${linkUpdate}),
+    v as (insert into events (id, program_id, type, data, created_at, sequence)
+      select cast(${param('eventId')} as text), cast(${param('program_id')} as uuid), 'referral.created', cast(${param('eventData')} as text),
+        cast(${param('created_at')} as timestamptz), null from r)
+    select id from r`;
+});
+
+/** The one-statement write of a new referral (PostgreSQL only). */
+export async function insertReferralWithItsWrites(tx: Tx, row: ReferralRow, event: { eventId: string; eventData: string }): Promise<void> {
+  await newReferralQuery.run(tx, { ...row, ...event }, row.link_id === null ? 'no-link' : 'link');
+}
+
 /** Inserts the referral unless the program has its e-mail already; false when it did nothing. */
 export async function insertReferralUnlessEmailTaken(tx: Tx, row: ReferralRow): Promise<boolean> {
   return (await insertReferralUnlessEmailTakenQuery.first(tx, row)) !== undefined;

@@ -4,7 +4,8 @@ import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
-import { recordEvent } from '../events/outbox.ts';
+import { newEventId, recordEvent } from '../events/outbox.ts';
+import { dialectOf } from '../../db/dialect.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
@@ -20,6 +21,7 @@ import {
   findReferralForDelete,
   findReferralIdByExternalId,
   insertReferral,
+  insertReferralWithItsWrites,
   insertReferralUnlessEmailTaken,
   listReferrals,
   updateReferralRow,
@@ -80,13 +82,16 @@ async function countNewCustomer(tx: Tx, program: ProgramContext, credit: Credit,
 /** Inserts a referred customer (POST /referrals): a second one with the same e-mail is a 409. */
 export async function insertCustomer(tx: Tx, program: ProgramContext, credit: Credit, input: CustomerInput): Promise<ReferralRow> {
   const row = customerRow(program, credit, input);
+  // On PostgreSQL the row, its counters and its event go in one statement (one round trip).
+  const postgres = dialectOf(tx) === 'postgres';
   try {
-    await insertReferral(tx, row);
+    if (postgres) await insertReferralWithItsWrites(tx, row, { eventId: newEventId(), eventData: JSON.stringify(serializeReferral(row)) });
+    else await insertReferral(tx, row);
   } catch (error) {
     if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${row.email} already exists in this program.`);
     throw error;
   }
-  await countNewCustomer(tx, program, credit, row);
+  if (!postgres) await countNewCustomer(tx, program, credit, row);
   return row;
 }
 
