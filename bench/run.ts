@@ -191,7 +191,8 @@ async function main(): Promise<number> {
       PROCESSES,
     );
     services.push(tandem);
-    const baseline = await startService('baseline', ['--import', 'tsx', 'bench/baseline-server.ts'], { DATABASE_URL: databaseUrl }, PROCESSES);
+    // Compiled by `npm run bench` (tsconfig.bench.json), like the server: plain JavaScript on both sides.
+    const baseline = await startService('baseline', ['dist/bench-baseline/bench/baseline-server.js'], { DATABASE_URL: databaseUrl }, PROCESSES);
     services.push(baseline);
 
     const rows = await measureAll(tandem, baseline, seeded.big, seeded.small);
