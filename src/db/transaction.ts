@@ -3,6 +3,8 @@ import { setTimeout } from 'node:timers/promises';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { isUniqueViolationOn } from './errors.ts';
+import { dialectOf } from './dialect.ts';
+import { GroupCommit } from './group-commit.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -51,14 +53,16 @@ export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Pr
   const beforeCommit = beforeCommitHooks.getStore();
   for (let attempt = 1; ; attempt++) {
     const committed: (() => void)[] = [];
+    const body = async (tx: Tx) => {
+      afterCommitCallbacks.set(tx, committed);
+      const value = await work(tx);
+      if (beforeCommit) await beforeCommit(tx, value);
+      return value;
+    };
     let result: T;
     try {
-      result = await db.transaction().execute(async (tx) => {
-        afterCommitCallbacks.set(tx, committed);
-        const value = await work(tx);
-        if (beforeCommit) await beforeCommit(tx, value);
-        return value;
-      });
+      // SQLite: committed with the transactions queued beside it (group-commit.ts).
+      result = dialectOf(db) === 'sqlite' ? await groupCommitOf(db).run(body) : await db.transaction().execute(body);
     } catch (error) {
       if (attempt < CONFLICT_ATTEMPTS && isRetryableConflict(error)) {
         await setTimeout(Math.random() * 20 * attempt);
@@ -69,6 +73,14 @@ export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Pr
     for (const callback of committed) callback();
     return result;
   }
+}
+
+const groupCommits = new WeakMap<Db, GroupCommit>();
+
+function groupCommitOf(db: Db): GroupCommit {
+  let group = groupCommits.get(db);
+  if (group === undefined) groupCommits.set(db, (group = new GroupCommit(db)));
+  return group;
 }
 
 /** A row that must be recorded once: where its unique key is, and how to answer a second one. */
