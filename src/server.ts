@@ -80,7 +80,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       ? createDeliveryWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log })
       : null;
     // The mail outbox goes out the same way (SMTP_URL, or the log), with the same switch.
-    const mailTransport = config.worker ? createMailTransport(config, app.log) : null;
+    const mailTransport = config.worker ? await createMailTransport(config, app.log) : null;
     const mail: MailWorker | null = mailTransport
       ? createMailWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, transport: mailTransport, log: app.log })
       : null;

@@ -119,7 +119,7 @@ describe('e-mail with no SMTP_URL', () => {
       },
     });
     const log = pino({ level: 'info' }, sink);
-    const transport = createMailTransport({ smtpUrl: null }, log);
+    const transport = await createMailTransport({ smtpUrl: null }, log);
     await transport.send({ from: 'Tandem <no-reply@tandem.test>', to: 'jane@example.com', subject: 'Log in to Acme', text: 'Your link: http://tandem.test/portal/acme/login/abc\n', html: '<p>…</p>' });
     const entry = JSON.parse(lines.join(''));
     assert.equal(entry.mail.to, 'jane@example.com');

@@ -33,7 +33,7 @@ export const serverCommands = {
       await migrateToLatest(database.db as never);
       const log = pino({ level: config.logLevel });
       const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
-      const transport = createMailTransport(config, log);
+      const transport = await createMailTransport(config, log);
       const mail = createMailWorker({ db: database.db, config, clock: systemClock, transport, log });
       worker.start();
       mail.start();

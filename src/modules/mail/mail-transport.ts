@@ -1,4 +1,3 @@
-import nodemailer from 'nodemailer';
 import type { Config } from '../../config.ts';
 
 /** What the worker sends: one message, with the instance's From. */
@@ -24,7 +23,7 @@ export interface MailLog {
  * the attempt, which is retried); otherwise every message is written to the log in full, so a
  * local try-out needs no mail server. The SMTP URL (and its password) is never logged.
  */
-export function createMailTransport(config: Pick<Config, 'smtpUrl'>, log: MailLog): MailTransport {
+export async function createMailTransport(config: Pick<Config, 'smtpUrl'>, log: MailLog): Promise<MailTransport> {
   if (config.smtpUrl === null) {
     return {
       async send(message) {
@@ -33,6 +32,8 @@ export function createMailTransport(config: Pick<Config, 'smtpUrl'>, log: MailLo
       close() {},
     };
   }
+  // Loaded only when there is SMTP to speak: a large package a log-only server never needs.
+  const { default: nodemailer } = await import('nodemailer');
   const transporter = nodemailer.createTransport({ url: config.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 } as never);
   return {
     async send(message) {
