@@ -125,7 +125,7 @@ export class RequestLogController extends LogController {
  * what is left synchronously when the process exits, crashing included.
  */
 const LOG_BLOCK_BYTES = 8 * 1024;
-const LOG_FLUSH_MS = 200;
+const LOG_FLUSH_MS = 100;
 
 function jsonLogDestination(): DestinationStream {
   return pino.destination({ dest: 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_FLUSH_MS });

@@ -105,6 +105,8 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
       url,
       async announce() {
         for (const line of await startLines(database, config, url)) app!.log.info(line);
+        // Out now, not with the next block of lines (JSON logs are written in blocks).
+        (app!.log as { flush?: () => void }).flush?.();
       },
       close: () =>
         (closing ??= (async () => {

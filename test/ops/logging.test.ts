@@ -33,7 +33,8 @@ describe('structured logs', () => {
     assert.equal(ok.status, 200);
     const failed = await api.post('/affiliates', { firstName: 1 });
     assert.equal(failed.status, 422);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // let the log lines flush
+    // JSON lines leave in blocks, at most LOG_FLUSH_MS later (src/logging.ts).
+    await untilOutput(server, (text) => text.includes(String(failed.headers.get('x-request-id'))));
     const lines = server
       .output()
       .split('\n')
@@ -59,6 +60,11 @@ describe('structured logs', () => {
     assert.ok(!server.output().includes(tenant.token.slice(4)), 'nor its secret part');
   });
 });
+
+/** Waits (up to 5 s) until the server's output satisfies `done`: log lines leave in blocks. */
+async function untilOutput(server: { output(): string }, done: (text: string) => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(server.output()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+}
 
 /** What a terminal shows, without colours and carriage returns. */
 const ESC = String.fromCharCode(27);
@@ -122,6 +128,7 @@ describe('human-readable logs (LOG_FORMAT=pretty, the default on a terminal)', (
     const fresh = await createTestDatabase();
     const server = await startServerProcess({ databaseUrl: fresh.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });
     try {
+      await untilOutput(server, (text) => text.includes('"Next: '));
       const lines = server
         .output()
         .split('\n')
