@@ -28,7 +28,7 @@ const localChanges = new EventEmitter().setMaxListeners(0);
  */
 export async function announceChange(tx: Tx, channel: string): Promise<void> {
   if (dialectOf(tx) === 'postgres') await sql`select pg_notify(${channel}, '')`.execute(tx);
-  afterCommit(tx, () => localChanges.emit(channel));
+  announceLocalChange(tx, channel);
 }
 
 /** Tells this process only (no NOTIFY), once `tx` commits: for work its own workers pick up, such as queued mail. */

@@ -53,9 +53,8 @@ export interface NewestFirstParams {
   createdAfter?: string;
 }
 
-/** The shape and values of a newest-first page (no other order). */
+/** The shape and values of a newest-first page (callers check it has no other order). */
 export function newestFirst(page: PageRequest): { shape: NewestFirstShape; params: NewestFirstParams } {
-  if (page.order !== undefined && (page.order.column !== 'created_at' || page.order.direction !== 'desc')) throw new Error('newestFirst: the page has another order');
   const shape = page.createdAfter === undefined ? (page.after ? 'after' : 'first') : page.after ? 'since-after' : 'since';
   return {
     shape,

@@ -41,8 +41,13 @@ function selectCodes(db: Db | Tx, programId: string, filter: CodeFilter) {
 
 const FILTER_FIELDS = ['id', 'code', 'externalId', 'couponId', 'affiliateId'] as const;
 
+/** The filter as stored: a code is matched by its key (case folded). */
+function keyed(filter: CodeFilter): CodeFilter {
+  return filter.code === undefined ? filter : { ...filter, code: codeKey(filter.code) };
+}
+
 export function findCode(db: Db | Tx, programId: string, filter: CodeFilter) {
-  return selectCodes(db, programId, { ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) }).executeTakeFirst();
+  return selectCodes(db, programId, keyed(filter)).executeTakeFirst();
 }
 
 const COUPON_COLUMNS: ColumnSet<CouponsTable> = {
@@ -84,15 +89,14 @@ const codeWithRelationsQuery = compiledQuery<{ programId: string } & CodeFilter,
 
 /** A code with its coupon and affiliate, in one statement. */
 export async function findCodeWithRelations(db: Db | Tx, programId: string, filter: CodeFilter): Promise<CodeWithRelations | undefined> {
-  const params = { programId, ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) };
-  const row = await codeWithRelationsQuery.first(db, params, filterShape(filter, FILTER_FIELDS));
+  const row = await codeWithRelationsQuery.first(db, { programId, ...keyed(filter) }, filterShape(filter, FILTER_FIELDS));
   if (!row) return undefined;
   const [coupon, rest] = splitPrefixed(row, 'coupon__');
   return { ...splitCodeAndAffiliate(rest), coupon: coupon as CouponRow };
 }
 
 export function listCodes(db: Db, programId: string, filter: CodeFilter, page: PageRequest) {
-  return pageQuery(selectCodes(db, programId, { ...filter, code: filter.code === undefined ? undefined : codeKey(filter.code) }), 'pc', page).execute();
+  return pageQuery(selectCodes(db, programId, keyed(filter)), 'pc', page).execute();
 }
 
 /**

@@ -15,8 +15,6 @@ import type { MailTransport } from './mail-transport.ts';
 export interface MailWorker {
   start(): void;
   stop(): Promise<void>;
-  /** Look for mail now (the worker also wakes by itself when this process queues mail). */
-  wake(): void;
 }
 
 export interface MailWorkerOptions {
@@ -90,9 +88,6 @@ export function createMailWorker(options: MailWorkerOptions): MailWorker {
       stopHearing?.();
       wakeUp?.();
       await loop;
-    },
-    wake() {
-      wakeUp?.();
     },
   };
 }
