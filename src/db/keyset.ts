@@ -1,5 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
-import type { ParamOf } from './compiled-query.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.ts';
+import { compiledQuery, filterShape, placeholderFilter, type ParamOf } from './compiled-query.ts';
 
 // Lists are newest first and paged by keyset over (created_at, id), so a page costs the
 // same at row 10 as at row 10 million.
@@ -75,4 +77,26 @@ export function newestFirstPageQuery<DB, TB extends keyof DB, O>(
     createdAfter: shape === 'since' || shape === 'since-after' ? param('createdAfter') : undefined,
   };
   return pageQuery(qb, table, page, param('fetch'));
+}
+
+/**
+ * A program's list, newest first, as a compiled query: one shape per set of `fields` the filter
+ * gives and per page shape. `select` builds the program's rows matching a filter (placeholders
+ * stand in its values); `table` is the alias whose created_at and id order the page.
+ */
+export function compiledNewestFirstList<F extends object, R>(
+  fields: readonly (keyof F & string)[],
+  table: string,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- any select of the program's rows
+  select: (db: Kysely<Database>, programId: string, filter: F) => SelectQueryBuilder<any, any, R>,
+): (db: Kysely<Database>, programId: string, filter: F, page: PageRequest) => Promise<R[]> {
+  const query = compiledQuery<{ programId: string } & F & NewestFirstParams, R, string>((db, param, shape) => {
+    const [filterFields, pageShape] = shape!.split(' ') as [string, NewestFirstShape];
+    const filter = placeholderFilter(param as unknown as ParamOf<Required<F>>, filterFields);
+    return newestFirstPageQuery(select(db, param('programId'), filter), table, param as unknown as ParamOf<NewestFirstParams>, pageShape);
+  });
+  return (db, programId, filter, page) => {
+    const newest = newestFirst(page);
+    return query.rows(db, { programId, ...filter, ...newest.params }, `${filterShape(filter, fields)} ${newest.shape}`);
+  };
 }

@@ -2,8 +2,8 @@ import { likeContains } from '../../db/like.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
-import { compiledQuery, type ParamOf } from '../../db/compiled-query.ts';
+import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
+import { compiledQuery } from '../../db/compiled-query.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
 
@@ -74,15 +74,10 @@ function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilt
 }
 
 /** The API's page of affiliates: newest first, no filter (compiled once per shape). */
-const newestAffiliatesQuery = compiledQuery<{ programId: string } & NewestFirstParams, AffiliateRow, NewestFirstShape>((db, param, shape) =>
-  newestFirstPageQuery(selectAffiliates(db, param('programId')), 'a', param as ParamOf<NewestFirstParams>, shape),
-);
+const newestAffiliates = compiledNewestFirstList<Record<string, never>, AffiliateRow>([], 'a', (db, programId) => selectAffiliates(db, programId));
 
 export function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}): Promise<AffiliateRow[]> {
-  if (filter.search === undefined && filter.status === undefined && page.order === undefined) {
-    const { shape, params } = newestFirst(page);
-    return newestAffiliatesQuery.rows(db, { programId, ...params }, shape);
-  }
+  if (filter.search === undefined && filter.status === undefined && page.order === undefined) return newestAffiliates(db, programId, {}, page);
   return pageQuery(filteredAffiliates(db, programId, filter), 'a', page).execute();
 }
 

@@ -2,7 +2,7 @@ import { sql, type Selectable, type Updateable } from 'kysely';
 import { likeContains } from '../../db/like.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
+import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { lockedOnPostgres } from '../../db/dialect.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
@@ -90,17 +90,10 @@ export async function findReferralIdByExternalId(db: Db | Tx, programId: string,
   return row?.id;
 }
 
-const newestReferralsQuery = compiledQuery<{ programId: string } & BoundFilter & NewestFirstParams, ReferralRow, string>((db, param, shape) => {
-  const [filterFields, pageShape] = shape!.split(' ') as [string, NewestFirstShape];
-  const filter = placeholderFilter(param as ParamOf<Required<BoundFilter>>, filterFields);
-  return newestFirstPageQuery(selectReferrals(db, param('programId'), filter), 'r', param as ParamOf<NewestFirstParams>, pageShape);
-});
+const newestReferrals = compiledNewestFirstList<BoundFilter, ReferralRow>(BOUND_FIELDS, 'r', selectReferrals);
 
 export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest): Promise<ReferralRow[]> {
-  if (filter.search === undefined && page.order === undefined) {
-    const newest = newestFirst(page);
-    return newestReferralsQuery.rows(db, { programId, ...filter, ...newest.params }, `${filterShape(filter, BOUND_FIELDS)} ${newest.shape}`);
-  }
+  if (filter.search === undefined && page.order === undefined) return newestReferrals(db, programId, filter, page);
   return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
 }
 

@@ -2,7 +2,7 @@ import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { newestFirst, newestFirstPageQuery, pageQuery, type NewestFirstParams, type NewestFirstShape, type PageRequest } from '../../db/keyset.ts';
+import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
 
@@ -55,17 +55,10 @@ export function findSale(db: Db | Tx, programId: string, filter: SaleFilter): Pr
   return selectSales(db, programId, filter).executeTakeFirst();
 }
 
-const newestSalesQuery = compiledQuery<{ programId: string } & BoundFilter & NewestFirstParams, SaleRow, string>((db, param, shape) => {
-  const [filterFields, pageShape] = shape!.split(' ') as [string, NewestFirstShape];
-  const filter = placeholderFilter(param as ParamOf<Required<BoundFilter>>, filterFields);
-  return newestFirstPageQuery(selectSales(db, param('programId'), filter), 's', param as ParamOf<NewestFirstParams>, pageShape);
-});
+const newestSales = compiledNewestFirstList<BoundFilter, SaleRow>(BOUND_FIELDS, 's', selectSales);
 
 export function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest): Promise<SaleRow[]> {
-  if (isBound(filter) && page.order === undefined) {
-    const newest = newestFirst(page);
-    return newestSalesQuery.rows(db, { programId, ...filter, ...newest.params }, `${filterShape(filter, BOUND_FIELDS)} ${newest.shape}`);
-  }
+  if (isBound(filter) && page.order === undefined) return newestSales(db, programId, filter, page);
   return pageQuery(selectSales(db, programId, filter), 's', page).execute();
 }
 
