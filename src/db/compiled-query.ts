@@ -1,6 +1,7 @@
 import type { CompiledQuery, Compilable, Insertable, InsertQueryBuilder, Kysely, QueryResult, RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { dialectOf } from './dialect.ts';
+import { directSqliteOf } from './database.ts';
 
 // Queries on the request path, built and compiled once per shape. Kysely builds a query from
 // immutable nodes and compiles it to SQL on every call, 30–50 µs each — more than SQLite takes
@@ -74,23 +75,30 @@ export function compiledQuery<P extends object, R, S extends string = never>(
     return compiled;
   };
 
+  // Always a promise, failures included (a missing value, or SQLite's error on the direct path).
   const run = (db: AnyDb, params: P, shape?: S): Promise<QueryResult<R>> => {
-    const { template, slots } = compiledFor(db, shape);
-    const values = params as Record<string, unknown>;
-    const parameters = slots.map((slot) => {
-      if (!(slot instanceof Placeholder)) return slot;
-      const value = values[slot.name];
-      if (value === undefined) throw new Error(`compiled query: no value for parameter "${slot.name}"`);
-      return value;
-    });
-    // The template's node and id go with the new parameters: no plugin reads them per query.
-    return db.executeQuery<R>({ ...template, parameters } as CompiledQuery<R>);
+    try {
+      const { template, slots } = compiledFor(db, shape);
+      const values = params as Record<string, unknown>;
+      const parameters = slots.map((slot) => {
+        if (!(slot instanceof Placeholder)) return slot;
+        const value = values[slot.name];
+        if (value === undefined) throw new Error(`compiled query: no value for parameter "${slot.name}"`);
+        return value;
+      });
+      const direct = directSqliteOf(db)?.run(template.sql, parameters, db.isTransaction);
+      if (direct !== undefined) return Promise.resolve(direct as QueryResult<R>);
+      // The template's node and id go with the new parameters: no plugin reads them per query.
+      return db.executeQuery<R>({ ...template, parameters } as CompiledQuery<R>);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   };
 
   return {
     run,
-    rows: async (db, params, shape) => (await run(db, params, shape)).rows,
-    first: async (db, params, shape) => (await run(db, params, shape)).rows[0],
+    rows: (db, params, shape) => run(db, params, shape).then((result) => result.rows),
+    first: (db, params, shape) => run(db, params, shape).then((result) => result.rows[0]),
   };
 }
 

@@ -63,6 +63,30 @@ describe(`compiled queries (${testDialect})`, () => {
     await assert.rejects(count.first(handle.db, {} as { email: string }), /no value for parameter "email"/);
   });
 
+  it('a query outside a transaction never sees what an open transaction wrote (SQLite runs compiled queries at once only when that is safe)', async () => {
+    const insert = compiledInsert('users');
+    const emails = compiledQuery<{ email: string }, { email: string }>((db, param) => db.selectFrom('users').select('email').where('email_key', '=', param('email')));
+    const email = 'epsilon@example.com';
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const transaction = handle.db.transaction().execute(async (tx) => {
+      await insert.run(tx, { id: '00000000-0000-4000-8000-000000000005', email, email_key: email, password_hash: 'x', created_at: new Date().toISOString(), updated_at: new Date().toISOString() });
+      assert.equal((await emails.rows(tx, { email })).length, 1, 'the transaction sees its own row');
+      wrote();
+      await held;
+      throw new Error('roll back');
+    });
+    await written;
+    // Asked while the transaction is open with its row written: it must not answer from inside it.
+    const outside = emails.rows(handle.db, { email });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await assert.rejects(transaction, /roll back/);
+    assert.deepEqual(await outside, [], 'the rolled-back row was never seen outside its transaction');
+  });
+
   it(testDialect === 'postgres' ? 'runs as a named prepared statement, or unnamed with DATABASE_PREPARED_STATEMENTS=off' : 'reuses the SQL text (SQLite caches the prepared statement by it)', async () => {
     const byId = compiledQuery<{ id: string }, { email: string }>((db, param) => db.selectFrom('users').select('email').where('id', '=', param('id')));
     assert.equal((await byId.first(handle.db, { id: id('gamma') }))!.email, 'gamma@example.com');
