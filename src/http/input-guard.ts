@@ -73,6 +73,20 @@ export function assertWellEncodedQuery(url: string): void {
 }
 
 /**
+ * The query's checks (assertWellEncodedQuery, then assertCleanInput on the parsed query), skipped
+ * when they cannot find anything: without a %-escape and without a control character in the
+ * URL, the parsed query holds only the URL's own characters (no control character, and no lone
+ * surrogate, which only an escape can spell), in the flat shape the query parser makes. Most
+ * requests take that path: their query is an id or a page size.
+ */
+export function assertCleanQuery(url: string, query: unknown): void {
+  const start = url.indexOf('?');
+  if (start === -1 || (url.indexOf('%', start) === -1 && !CONTROL.test(url))) return;
+  assertWellEncodedQuery(url);
+  assertCleanInput(query);
+}
+
+/**
  * For every route of `scope`: the query is checked in the first hook, the parsed body before
  * validation (and so before the idempotency layer hashes it or a service reads it).
  */
@@ -80,8 +94,7 @@ export function guardApiInput(scope: FastifyInstance): void {
   // Synchronous: no promise per request for a check that never waits.
   scope.addHook('onRequest', (request, _reply, done) => {
     try {
-      assertWellEncodedQuery(request.url);
-      assertCleanInput(request.query);
+      assertCleanQuery(request.url, request.query);
     } catch (error) {
       return done(error as Error);
     }
