@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { COMMON_FLAGS, type Command, type Flag } from './command.ts';
 import { commands } from './command-table.ts';
+import { PACKAGE_JSON } from '../paths.ts';
 
 // The help pages, written from the command table: what parses a command line also documents it.
 
-/** package.json's version (src/cli/ and dist/cli/ are both two folders below it). */
+/** package.json's version. */
 export function version(): string {
-  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(PACKAGE_JSON, 'utf8')) as { version: string }).version;
 }
 
 function flagUsage(name: string, flag: Flag): string {

@@ -10,6 +10,7 @@ import { instanceKey } from '../db/instance-keys.ts';
 import { ApiError } from '../domain/errors.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
+import { ASSETS_DIR } from '../paths.ts';
 import { registerSessions, requireCsrfOnUnsafeMethods } from './session.ts';
 import { accountRoutes } from './account.routes.ts';
 import { connectRoutes } from './connect/connect.routes.ts';
@@ -32,7 +33,7 @@ function refuseControlCharacters(scope: FastifyInstance): void {
   });
 }
 
-const FAVICON = readFileSync(new URL('./assets/favicon.svg', import.meta.url));
+const FAVICON = readFileSync(new URL('favicon.svg', ASSETS_DIR));
 
 const PAGE_HEADERS = {
   'cache-control': 'no-store',
@@ -69,7 +70,7 @@ export function notFoundPage(request: FastifyRequest, reply: FastifyReply): Fast
 export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   await app.register(cookie);
   await app.register(formbody, { bodyLimit: 64 * 1024 });
-  await app.register(staticFiles, { root: fileURLToPath(new URL('./assets/', import.meta.url)), prefix: '/assets/', decorateReply: false });
+  await app.register(staticFiles, { root: fileURLToPath(ASSETS_DIR), prefix: '/assets/', decorateReply: false });
   refuseControlCharacters(app);
   // Anonymous CSRF cookies are signed with a key every process shares, read once here.
   registerSessions(app, services.db, services.clock, await instanceKey(services.db, 'csrf'));

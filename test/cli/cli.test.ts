@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { testDialect } from '../helpers/test-database.ts';
 import { runTandem, type CliRun } from '../helpers/cli.ts';
+import { freePort } from '../helpers/server-process.ts';
 
 /** The running server's token cache: short, so a revocation by the CLI shows quickly. */
 const TOKEN_CACHE_MS = 500;
@@ -284,36 +285,57 @@ describe('tandem command line', { skip: testDialect !== 'sqlite' && 'runs in the
   });
 });
 
-// `npm ci` builds dist/ and `npm start` runs it; the test runner builds it before the suite.
+// `npm ci` builds dist/ (one bundled file, dist/tandem.js) and `npm start` runs it; the test
+// runner builds it before the suite.
 describe('the compiled build', { skip: testDialect !== 'sqlite' && 'runs in the SQLite leg only' }, () => {
   it('is newer than every source file, so bin/tandem runs it', async () => {
     const { readdirSync, statSync: stat } = await import('node:fs');
     const newest = (dir: string): number =>
       Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((e) => (e.isDirectory() ? newest(`${dir}/${e.name}`) : stat(`${dir}/${e.name}`).mtimeMs)));
-    const built = stat(join(ROOT, 'dist/cli/main.js')).mtimeMs;
+    const built = stat(join(ROOT, 'dist/tandem.js')).mtimeMs;
     assert.ok(built >= newest(join(ROOT, 'src')), 'dist/ is up to date (npm run build)');
   });
 
-  it('runs as plain JavaScript, without tsx, with its static files beside it', async () => {
+  it('runs as one plain JavaScript file, without tsx, and serves every file it reads from beside its code', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tandem-dist-'));
+    const port = await freePort();
+    const script = "const { main } = await import('./dist/tandem.js'); process.exitCode = await main(process.argv.slice(1));";
+    const env = { ...process.env, DATABASE_URL: `sqlite:${join(dir, 't.db')}`, LOG_LEVEL: 'silent', HOST: '127.0.0.1', PORT: String(port) };
+    const start = (args: string[]) => spawn(process.execPath, ['--input-type=module', '-e', script, ...args], { cwd: ROOT, env });
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = start(args);
+        let stdout = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c));
+        child.on('close', (code) => resolve({ code, stdout }));
+      });
     try {
-      const script = "const { main } = await import('./dist/cli/main.js'); process.exitCode = await main(process.argv.slice(1));";
-      const run = (args: string[]) =>
-        new Promise<{ code: number | null; stdout: string }>((resolve) => {
-          const child = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
-            cwd: ROOT,
-            env: { ...process.env, DATABASE_URL: `sqlite:${join(dir, 't.db')}`, LOG_LEVEL: 'silent' },
-          });
-          let stdout = '';
-          child.stdout.on('data', (c: Buffer) => (stdout += c));
-          child.on('close', (code) => resolve({ code, stdout }));
-        });
       const migrated = await run(['migrate', '--json']);
       assert.equal(migrated.code, 0);
       assert.ok(Array.isArray(JSON.parse(migrated.stdout.trim().split('\n').at(-1)!).applied));
-      // The compiled server serves its static files too (copied beside the code).
-      const css = readFileSync(join(ROOT, 'dist/web/assets/app.css'), 'utf8');
-      assert.ok(css.length > 100);
+      assert.equal((await run(['--', '--version'])).stdout.trim(), `tandem ${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version}`);
+
+      const server = start(['serve']);
+      try {
+        const origin = `http://127.0.0.1:${port}`;
+        for (let i = 0; i < 100 && !(await fetch(`${origin}/healthz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+        // The dashboard's files, the click tracker, the favicon and /docs with its own package's files.
+        const expect = async (path: string, type: RegExp, text: string) => {
+          const response = await fetch(origin + path);
+          assert.equal(response.status, 200, path);
+          assert.match(response.headers.get('content-type') ?? '', type, path);
+          assert.ok((await response.text()).includes(text), `${path} holds ${text}`);
+        };
+        await expect('/assets/app.css', /text\/css/, readFileSync(join(ROOT, 'src/web/assets/app.css'), 'utf8').slice(0, 40));
+        await expect('/tracker.js', /javascript/, readFileSync(join(ROOT, 'src/web/assets/tracker.js'), 'utf8').slice(0, 40));
+        await expect('/favicon.ico', /svg/, '<svg');
+        await expect('/docs/', /html/, 'swagger-ui-bundle.js');
+        await expect('/docs/static/swagger-ui-bundle.js', /javascript/, 'SwaggerUIBundle');
+        await expect('/login', /html/, '<form');
+      } finally {
+        server.kill('SIGTERM');
+        await new Promise((r) => server.once('close', r));
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

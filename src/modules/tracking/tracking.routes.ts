@@ -11,6 +11,7 @@ import { instanceKey } from '../../db/instance-keys.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
 import { getProgram, type ProgramRow } from '../programs/program.service.ts';
 import { canonicalLandingUrl, originBelongsTo, originRefused, recordClick, type ClickCounting } from './click.service.ts';
+import { ASSETS_DIR } from '../../paths.ts';
 
 // The public side of click tracking: the script merchants add to their site, and the endpoint
 // it reports clicks to. No token: the program's domain decides which pages may report.
@@ -18,7 +19,7 @@ import { canonicalLandingUrl, originBelongsTo, originRefused, recordClick, type 
 /** Reports per client address (IPv6: per /64) per minute, over every program: a page view sends at most one. */
 export const CLICK_ADDRESS_LIMIT: AttemptLimit = { max: 60, windowMs: 60_000 };
 
-const TRACKER = readFileSync(new URL('../../web/assets/tracker.js', import.meta.url), 'utf8');
+const TRACKER = readFileSync(new URL('tracker.js', ASSETS_DIR), 'utf8');
 
 const ClickQuery = Type.Object({ programId: Uuid });
 const ClickBody = Type.Object({
