@@ -6,6 +6,7 @@ import { rawDb, startTestServer, type ApiClient, type TestServer } from '../help
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { testDialect } from '../helpers/test-database.ts';
 import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { inTransaction } from '../../src/db/transaction.ts';
 
 let n = 0;
 const affiliateBody = () => ({ firstName: 'Poll', lastName: 'Ing', email: `poll-${++n}-${process.pid}@example.com` });
@@ -124,6 +125,29 @@ describe('GET /events', () => {
     assert.equal(stored.length, 120);
     assert.deepEqual(seen.map((e) => e.id).sort(), stored.map((e) => e.id).sort(), 'every event seen exactly once');
     for (let i = 1; i < seen.length; i++) assert.ok(seen[i]!.sequence > seen[i - 1]!.sequence);
+  });
+
+  it('on SQLite an event is numbered as it is written: gapless in commit order, and a rolled-back write takes its number back', { skip: testDialect !== 'sqlite' && 'PostgreSQL numbers committed events (sequenceEvents)' }, async () => {
+    const db = rawDb(t);
+    const last = async () => Number((await db.selectFrom('outbox_state').select('last_sequence').where('id', '=', 1).executeTakeFirstOrThrow()).last_sequence);
+    const before = await last();
+    // Concurrent writes (committed in groups, group-commit.ts) and one that fails after writing its event.
+    const writes = Array.from({ length: 10 }, () => api.post('/affiliates', affiliateBody()));
+    const failing = assert.rejects(
+      inTransaction(db as never, async (tx) => {
+        await recordEvent(tx, api.programId, 'webhook.test', { which: 'rolled back' }, new Date().toISOString());
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    for (const res of await Promise.all(writes)) assert.equal(res.status, 201);
+    await failing;
+    // No poll and no worker ran: the numbers were given with the writes.
+    const rows = await db.selectFrom('events').select(['id', 'sequence', 'data']).where('sequence', '>', before).orderBy('sequence').execute();
+    assert.deepEqual(rows.map((r) => Number(r.sequence)), Array.from({ length: 10 }, (_, i) => before + 1 + i), 'ten numbers, no gap');
+    assert.equal(await last(), before + 10, 'the rolled-back event took its number back');
+    assert.equal((await db.selectFrom('events').select('id').where('sequence', 'is', null).execute()).length, 0, 'no event waits for a number');
+    assert.ok(rows.every((r) => !String(r.data).includes('rolled back')));
   });
 
   // Only PostgreSQL can commit two writers out of order (SQLite has one writer at a time), so

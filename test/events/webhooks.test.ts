@@ -6,6 +6,8 @@ import { Webhook } from 'standardwebhooks';
 import { programContext, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { recordEvent } from '../../src/modules/events/outbox.ts';
+import { inTransaction } from '../../src/db/transaction.ts';
 
 let n = 0;
 const email = (p = 'cust') => `${p}-${++n}-${process.pid}@example.com`;
@@ -378,7 +380,8 @@ describe('delivery rules', () => {
       const api = await t.createTenant();
       const db = rawDb(t);
       const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
-      await db.insertInto('events').values({ id: 'evt_old', program_id: api.programId, type: 'webhook.test', data: '{}', created_at: old, sequence: null }).execute();
+      // Written as the server writes events (numbered at once on SQLite, by the sequencer on PostgreSQL).
+      const oldId = await inTransaction(db, (tx) => recordEvent(tx, api.programId, 'webhook.test', {}, old));
       await affiliate(api);
       const { createDeliveryWorker } = await import('../../src/modules/webhooks/delivery-worker.ts');
       const logs: string[] = [];
@@ -386,7 +389,7 @@ describe('delivery rules', () => {
       const worker = createDeliveryWorker({ db, config: t.config, clock: () => new Date(), log });
       worker.start();
       for (let i = 0; i < 100; i++) {
-        if ((await db.selectFrom('events').select('id').where('id', '=', 'evt_old').executeTakeFirst()) === undefined) break;
+        if ((await db.selectFrom('events').select('id').where('id', '=', oldId).executeTakeFirst()) === undefined) break;
         await new Promise((r) => setTimeout(r, 30));
       }
       await worker.stop();

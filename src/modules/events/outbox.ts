@@ -2,7 +2,8 @@ import { sql } from 'kysely';
 import { toIso } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { compiledInsert } from '../../db/compiled-query.ts';
+import { compiledInsert, compiledQuery } from '../../db/compiled-query.ts';
+import { dialectOf } from '../../db/dialect.ts';
 
 /** Every event type of CONTRACT.md; a subscription may name any of them before it first occurs. */
 export const EVENT_TYPES = [
@@ -49,7 +50,8 @@ export function newEventId(): string {
 
 export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown, at: string): Promise<string> {
   const id = newEventId();
-  await insertEventQuery.run(tx, { id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence: null });
+  const sequence = dialectOf(tx) === 'sqlite' ? await reserveSequences(tx, 1) : null;
+  await insertEventQuery.run(tx, { id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence });
   return id;
 }
 
@@ -57,16 +59,46 @@ const insertEventQuery = compiledInsert('events');
 
 /** recordEvent for many changes of one type at once (bulk generation), 500 rows per statement. */
 export async function recordEvents(tx: Tx, programId: string, type: EventType, data: unknown[], at: string): Promise<void> {
-  const rows = data.map((item) => ({ id: newEventId(), program_id: programId, type, data: JSON.stringify(item), created_at: at, sequence: null }));
+  const last = dialectOf(tx) === 'sqlite' && data.length > 0 ? await reserveSequences(tx, data.length) : null;
+  const rows = data.map((item, i) => ({
+    id: newEventId(),
+    program_id: programId,
+    type,
+    data: JSON.stringify(item),
+    created_at: at,
+    sequence: last === null ? null : last - data.length + 1 + i,
+  }));
   for (let i = 0; i < rows.length; i += 500) await tx.insertInto('events').values(rows.slice(i, i + 500)).execute();
+}
+
+const advanceSequence = compiledQuery<{ count: number }, { last_sequence: number }>((db, param) =>
+  db
+    .updateTable('outbox_state')
+    .set((eb) => ({ last_sequence: eb('last_sequence', '+', param('count')) }))
+    .where('id', '=', 1)
+    .returning('last_sequence'),
+);
+
+/**
+ * SQLite: the next `count` event numbers, taken in the writing transaction; the last of them.
+ * One writer at a time (transactions begin IMMEDIATE, in every process) means events commit in
+ * the order they are numbered, so an event is numbered as it is written, and the sequencer's
+ * second write of every event row is saved. A transaction that rolls back takes its numbers
+ * back with it.
+ */
+async function reserveSequences(tx: Tx, count: number): Promise<number> {
+  const row = await advanceSequence.first(tx, { count });
+  if (row === undefined) throw new Error('outbox_state has no row: the database is not migrated');
+  return Number(row.last_sequence);
 }
 
 /** How many events one sequencing step numbers at most (it holds the outbox lock meanwhile). */
 const SEQUENCE_BATCH = 1000;
 
 /**
- * Numbers committed events that have no sequence yet, in one short transaction. Returns how
- * many events it numbered. Deliveries to subscriptions are made later, program by program, by
+ * Numbers committed events that have no sequence yet, in one short transaction (on PostgreSQL;
+ * SQLite numbers events as it writes them, see reserveSequences). Returns how many events it
+ * numbered. Deliveries to subscriptions are made later, program by program, by
  * the webhook worker (webhooks/fan-out.ts): numbering stays cheap and bounded wherever it runs,
  * a poll included.
  *
@@ -75,9 +107,10 @@ const SEQUENCE_BATCH = 1000;
  * so a reader that saw 11 could later find 10 appear and, resuming "after 11", skip it. Here an
  * event is numbered only once it is visible (committed), and sequencers are serialised by the
  * row lock on outbox_state held until they commit; so every event numbered later gets a larger
- * number than every event a reader has already seen. The resume cursor is therefore safe on
- * both dialects (SQLite has one writer at a time anyway), and writers never wait on each other
- * for it: the cost is one extra statement per batch, paid by the worker.
+ * number than every event a reader has already seen. The resume cursor is therefore safe, and
+ * writers never wait on each other for it: the cost is one extra statement per batch, paid by
+ * the worker. On SQLite writers wait on each other anyway, so numbering at insert costs no
+ * waiting (events written by an older release without a number are still numbered here).
  */
 export async function sequenceEvents(db: Db): Promise<number> {
   return inTransaction(db, async (tx) => {
