@@ -124,6 +124,27 @@ describe('human-readable logs (LOG_FORMAT=pretty, the default on a terminal)', (
     }
   });
 
+  it('tandem worker writes the same human lines, not JSON', async () => {
+    const worker = spawn(process.execPath, [tandemBin, 'worker'], {
+      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    worker.stdout.on('data', (c: Buffer) => (output += c));
+    worker.stderr.on('data', (c: Buffer) => (output += c));
+    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 300 && !output.includes('worker started'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      worker.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, output);
+    const lines = output.split('\n').filter(Boolean);
+    assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} Tandem webhook worker started$/.test(line)), output);
+    assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} worker stopping: finishing in-flight deliveries signal=SIGTERM$/.test(line)), output);
+    assert.ok(!lines.some((line) => line.startsWith('{')), `no JSON lines:\n${output}`);
+  });
+
   it('says to sign up first on a fresh instance', async () => {
     const fresh = await createTestDatabase();
     const server = await startServerProcess({ databaseUrl: fresh.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'json' } });

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { loggerOptions } from '../../logging.ts';
 import { openDatabase } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import { copyData } from '../../db/copy-data.ts';
@@ -31,7 +32,9 @@ export const serverCommands = {
     async run(config) {
       const database = openDatabase(config);
       await migrateToLatest(database.db as never);
-      const log = pino({ level: config.logLevel });
+      // The server's log settings: human lines on a terminal (LOG_FORMAT), JSON for machines.
+      const { stream, ...options } = loggerOptions(config);
+      const log = pino(options, stream);
       const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
       const transport = await createMailTransport(config, log);
       const mail = createMailWorker({ db: database.db, config, clock: systemClock, transport, log });
