@@ -1,5 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { compiledQuery, filterShape, placeholderFilter, type ParamOf } from './compiled-query.ts';
 

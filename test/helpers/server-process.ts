@@ -155,6 +155,29 @@ export function startServerProcesses(count: number, options: ServerProcessOption
   return Promise.all(Array.from({ length: count }, () => startServerProcess(options)));
 }
 
+export interface WorkerProcess {
+  /** What the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** SIGTERM; its exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Spawns `bin/tandem worker` (webhook and mail workers, no HTTP) on a database. */
+export function startWorkerProcess(options: { databaseUrl: string; env?: Record<string, string> }): WorkerProcess {
+  const child = spawn(process.execPath, [tandemBin, 'worker'], { cwd: checkout, env: childEnv(options.databaseUrl, options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    output: () => output,
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
 export interface CliResult {
   code: number | null;
   signal: NodeJS.Signals | null;

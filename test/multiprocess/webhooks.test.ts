@@ -3,12 +3,11 @@
 // delivers for servers started with WORKER=off.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openDatabase } from '../../src/db/database.ts';
 import { createTestDatabase, testDialect, type TestDatabase } from '../helpers/test-database.ts';
 import { apiClient, type ApiClient } from '../helpers/test-server.ts';
-import { seedTenant, startServerProcess, startServerProcesses, tandemBin, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
+import { seedTenant, startServerProcess, startServerProcesses, startWorkerProcess, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
 // Short timeout (so a lease, 3 × timeout + 5 s, expires within the test) and quick retries.
@@ -94,20 +93,14 @@ describe(`webhook delivery across processes (${testDialect})`, () => {
     const ids = await createAffiliates(api, 5);
     await sleep(800);
     assert.equal(receiver.received.filter((r) => ids.includes(r.json?.data?.id)).length, 0, 'no worker, no delivery');
-    const worker = spawn(process.execPath, [tandemBin, 'worker'], {
-      env: { ...process.env, ...WORKER_ENV, DATABASE_URL: database.url, LOG_LEVEL: 'error' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    worker.stdout.on('data', (c: Buffer) => (output += c));
-    worker.stderr.on('data', (c: Buffer) => (output += c));
-    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+    const worker = startWorkerProcess({ databaseUrl: database.url, env: { ...WORKER_ENV, LOG_LEVEL: 'error' } });
+    let code: number | null;
     try {
       await receiver.waitFor((r) => ids.every((id) => r.some((d) => d.json?.data?.id === id)), 15_000, 'deliveries by tandem worker');
     } finally {
-      worker.kill('SIGTERM');
+      code = await worker.stop();
     }
-    assert.equal(await exited, 0, `tandem worker exits 0 on SIGTERM:\n${output}`);
+    assert.equal(code, 0, `tandem worker exits 0 on SIGTERM:\n${worker.output()}`);
     assert.equal((await api.request('DELETE', `/webhooks?id=${hook}`)).status, 200);
     await server.stop();
   });

@@ -8,7 +8,7 @@ import { loggerOptions } from '../../src/logging.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { apiClient } from '../helpers/test-server.ts';
 import { spawn } from 'node:child_process';
-import { freePort, runTandem, seedTenant, startServerProcess, tandemBin, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
+import { freePort, runTandem, seedTenant, startServerProcess, startWorkerProcess, tandemBin, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { isExecutableFile } from '../helpers/executables.ts';
 import { formatLogLine } from '../../src/logging.ts';
 
@@ -125,20 +125,15 @@ describe('human-readable logs (LOG_FORMAT=pretty, the default on a terminal)', (
   });
 
   it('tandem worker writes the same human lines, not JSON', async () => {
-    const worker = spawn(process.execPath, [tandemBin, 'worker'], {
-      env: { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    worker.stdout.on('data', (c: Buffer) => (output += c));
-    worker.stderr.on('data', (c: Buffer) => (output += c));
-    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
+    const worker = startWorkerProcess({ databaseUrl: database.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } });
+    let code: number | null;
     try {
-      for (let i = 0; i < 300 && !output.includes('worker started'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 300 && !worker.output().includes('worker started'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
     } finally {
-      worker.kill('SIGTERM');
+      code = await worker.stop();
     }
-    assert.equal(await exited, 0, output);
+    const output = worker.output();
+    assert.equal(code, 0, output);
     const lines = output.split('\n').filter(Boolean);
     assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} Tandem webhook worker started$/.test(line)), output);
     assert.ok(lines.some((line) => /^\d{2}:\d{2}:\d{2} worker stopping: finishing in-flight deliveries signal=SIGTERM$/.test(line)), output);
