@@ -6,7 +6,7 @@ import { loggerOptions, RequestLogController, TerminalLogController } from './lo
 import type { DatabaseHandle } from './db/database.ts';
 import { systemClock } from './domain/clock.ts';
 import type { AppOptions, AppServices } from './app-services.ts';
-import { requireBearerToken } from './http/auth.ts';
+import { requireBearerToken, scopeWritesToProgram } from './http/auth.ts';
 import { setSecurityHeaders } from './http/security-headers.ts';
 import { supportIdempotencyKeys } from './http/idempotency.ts';
 import { answerFrameworkError, registerErrorHandler } from './http/error-handler.ts';
@@ -126,6 +126,7 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
             }),
         });
       }
+      scopeWritesToProgram(api, (request) => request.auth.program.id);
       supportIdempotencyKeys(api, services.db, config.idempotencyLeaseMs);
       for (const routes of [
         programRoutes,
@@ -151,7 +152,10 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
   // 4. Click tracking: the merchant-site script and the endpoint it reports to (no token).
   await app.register(trackingRoutes, services);
   // Stripe's webhooks for a program (its signature is the credential).
-  await app.register(stripeWebhookRoutes, services);
+  await app.register(async (billing) => {
+    scopeWritesToProgram(billing, (request) => (request.params as { programId: string }).programId);
+    await billing.register(stripeWebhookRoutes, services);
+  });
 
   // 5. The browser side: accounts, dashboard, connect flow.
   await app.register(webRoutes, services);

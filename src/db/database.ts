@@ -8,6 +8,7 @@ import type { Database } from './schema.ts';
 import type { Dialect } from './dialect.ts';
 import { listenPostgres, watchSqliteChanges, type ChangeWatch } from './change-watch.ts';
 import { preparedStatementName } from './compiled-query.ts';
+import { shareProgramsOf } from './program-share.ts';
 
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
@@ -220,18 +221,22 @@ function usePreparedStatements(client: pg.PoolClient): void {
 }
 
 function openPostgres(options: DatabaseOptions): Kysely<Database> {
+  const poolSize = options.databasePoolSize ?? 10;
+  const timeoutMs = options.databaseStatementTimeoutMs ?? 10_000;
   const pool = new pg.Pool({
     connectionString: options.databaseUrl,
-    max: options.databasePoolSize ?? 10,
-    statement_timeout: options.databaseStatementTimeoutMs ?? 10_000,
+    max: poolSize,
+    statement_timeout: timeoutMs,
     // Waiting for a free connection is bounded like a statement: a starved pool fails the
     // request instead of hanging it (and the process's shutdown) forever.
-    connectionTimeoutMillis: options.databaseStatementTimeoutMs ?? 10_000,
+    connectionTimeoutMillis: timeoutMs,
     ...sslOption(options),
     types: pgTypes,
   });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => {});
   if (options.databasePreparedStatements ?? true) pool.on('connect', usePreparedStatements);
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  shareProgramsOf(db, poolSize, timeoutMs);
+  return db;
 }

@@ -27,3 +27,15 @@ export function lockedOnPostgres<Q extends SelectQueryBuilder<any, any, any>>(db
   if (dialectOf(db) !== 'postgres') return query;
   return (of === undefined ? query.forUpdate() : query.forUpdate(of as never)) as Q;
 }
+
+/**
+ * A condition, always true, that makes a data-modifying CTE of PostgreSQL run after the CTE
+ * `earlier` (which must return rows, or none): the sub-statements of one WITH run in no set
+ * order, so two statements that update an affiliate's row and its link's could lock them in
+ * either order, and two such transactions deadlock (issue 29: one a second under load, each
+ * found only by the deadlock detector). Reading `earlier` forces it to complete first. Every
+ * transaction locks an affiliate before its link, and both before a code and its coupon.
+ */
+export function lockOrderAfter(earlier: string): RawBuilder<unknown> {
+  return sql`(select count(*) from ${sql.table(earlier)}) >= 0`;
+}

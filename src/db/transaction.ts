@@ -5,6 +5,7 @@ import type { Database } from './schema.ts';
 import { isUniqueViolationOn } from './errors.ts';
 import { dialectOf } from './dialect.ts';
 import { GroupCommit } from './group-commit.ts';
+import { withinProgramShare } from './program-share.ts';
 
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
@@ -49,7 +50,12 @@ const CONFLICT_ATTEMPTS = 4;
  * referral of theirs is deleted, say) can deadlock on PostgreSQL; the database aborts one, and
  * it is run again from the start, so a client sees the outcome rather than an error.
  */
-export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  // PostgreSQL: within the program's share of the pool, for every attempt (program-share.ts).
+  return withinProgramShare(db, () => attemptTransaction(db, work));
+}
+
+async function attemptTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
   const beforeCommit = beforeCommitHooks.getStore();
   for (let attempt = 1; ; attempt++) {
     const committed: (() => void)[] = [];

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem, sendProblem } from './error-handler.ts';
+import { addRouteHook, BODY_METHODS } from './route-hooks.ts';
+import { withProgramScope } from '../db/program-share.ts';
 
 // The bearer-token check of the API. How a token is looked up is the tokens module's business:
 // app.ts passes the lookup in, so http/ depends on no module.
@@ -22,5 +24,16 @@ export function requireBearerToken(scope: FastifyInstance, authenticate: (token:
       return sendProblem(reply, problem(request, 401, 'unauthorized', detail));
     }
     request.auth = auth;
+  });
+}
+
+/**
+ * The writes of `scope` run on behalf of the request's program, so their transactions stay
+ * within its share of the database pool (db/program-share.ts). A preHandler, after the body is
+ * read: what runs from here (the handler, its transactions) keeps the scope.
+ */
+export function scopeWritesToProgram(scope: FastifyInstance, programIdOf: (request: FastifyRequest) => string): void {
+  addRouteHook(scope, BODY_METHODS, 'preHandler', (request: FastifyRequest, _reply: unknown, done: () => void) => {
+    withProgramScope(programIdOf(request), done);
   });
 }

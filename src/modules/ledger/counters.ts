@@ -26,7 +26,9 @@ export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'total_
  * recount of the rows.
  */
 export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true, pointer = '#/totalEarned'): Promise<void> {
-  for (const credit of credits) {
+  // In one order (by affiliate), so two cascades over the same affiliates lock them alike.
+  const ordered = credits.length > 1 ? [...credits].sort((a, b) => (a.affiliate_id < b.affiliate_id ? -1 : a.affiliate_id > b.affiliate_id ? 1 : 0)) : credits;
+  for (const credit of ordered) {
     if (credit.commission !== 0 && !(await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission }))) {
       throw counterLimit(pointer, "the affiliate's totalCommissionEarned");
     }

@@ -4,7 +4,7 @@ import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
-import { lockedOnPostgres } from '../../db/dialect.ts';
+import { lockedOnPostgres, lockOrderAfter } from '../../db/dialect.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
 import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 
@@ -118,11 +118,16 @@ const REFERRAL_COLUMNS = [
  * statement as the insert alone would. Shapes: with or without a link.
  */
 const newReferralQuery = compiledQuery<ReferralRow & { eventId: string; eventData: string }, { id: string }, 'link' | 'no-link'>((_db, param, shape) => {
-  const linkUpdate = shape === 'link' ? sql`update affiliate_links set referrals = referrals + 1 where id = ${param('link_id')}` : sql`select 1 where false`;
+  // The link's row is locked after the affiliate's (the order of every transaction, see
+  // lockOrderAfter): its update reads `a`, so `a` has run before it.
+  const linkUpdate =
+    shape === 'link'
+      ? sql`update affiliate_links set referrals = referrals + 1 where id = ${param('link_id')} and ${lockOrderAfter('a')}`
+      : sql`select 1 where false`;
   // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
   return sql`with r as (insert into referrals (${sql.join(REFERRAL_COLUMNS.map((column) => sql.ref(column)))})
       values (${sql.join(REFERRAL_COLUMNS.map((column) => param(column)))}) returning id),
-    a as (update affiliates set number_of_referred_users = number_of_referred_users + 1 where id = ${param('affiliate_id')}),
+    a as (update affiliates set number_of_referred_users = number_of_referred_users + 1 where id = ${param('affiliate_id')} returning 1),
     l as (${linkUpdate}),
     v as (insert into events (id, program_id, type, data, created_at, sequence)
       select cast(${param('eventId')} as text), cast(${param('program_id')} as uuid), 'referral.created', cast(${param('eventData')} as text),

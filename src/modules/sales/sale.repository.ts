@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
-import { dialectOf } from '../../db/dialect.ts';
+import { dialectOf, lockOrderAfter } from '../../db/dialect.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -138,7 +138,7 @@ const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affilia
     link === 'no-link'
       ? sql`select 1 where false`
       : sql`update affiliate_links set sales = sales + 1, total_revenue = total_revenue + ${param('total_earned')}
-          where id = ${param('link_id')}${link === 'link-revenue' ? sql` and total_revenue <= ${param('highestRevenue')}` : sql``} returning 1`;
+          where id = ${param('link_id')}${link === 'link-revenue' ? sql` and total_revenue <= ${param('highestRevenue')}` : sql``} and ${lockOrderAfter('a')} returning 1`;
   // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
   return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${values}) returning id),
     a as (${affiliateUpdate}),

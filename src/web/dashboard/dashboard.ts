@@ -3,6 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { assertCleanInput, assertWellEncodedQuery } from '../../http/input-guard.ts';
+import { scopeWritesToProgram } from '../../http/auth.ts';
 import { findUserProgramRow, serializeProgram, toProgramContext } from '../../modules/programs/program.service.ts';
 import { currentUser } from './dashboard-page.ts';
 import { programRoutes } from './programs.routes.ts';
@@ -68,6 +69,7 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
         if (!row) throw notFound('Program');
         request.dashboardProgram = { program: serializeProgram(row), context: toProgramContext(row, services.clock), base: `/dashboard/programs/${row.id}` };
       });
+      scopeWritesToProgram(scope, (request) => request.dashboardProgram!.program.id);
       for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, payoutDashboardRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {
         await scope.register(routes, services);
       }
