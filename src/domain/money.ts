@@ -9,7 +9,11 @@ export const MAX_MINOR_UNITS = Number.MAX_SAFE_INTEGER;
 
 const digitsCache = new Map<string, number>();
 
-/** Number of decimals of a currency's minor unit (USD 2, JPY 0, BHD 3), from the ICU tables. */
+/**
+ * Number of decimals of a currency's minor unit (USD 2, JPY 0, BHD 3), from the ICU tables: how
+ * Tandem keeps a program's money. A billing provider counts by its own table (Stripe's:
+ * modules/billing/stripe-currencies.ts), converted with rescaleMinorUnits.
+ */
 export function minorUnitDigits(currency: string): number {
   let digits = digitsCache.get(currency);
   if (digits === undefined) {
@@ -37,13 +41,36 @@ export function toMinorUnits(amount: number, currency: string, pointer: string):
   return Number(minor);
 }
 
+/**
+ * An integer amount counted in units of 10^-`fromDigits` re-counted in units of 10^-`toDigits`
+ * (a provider's minor units into the program's): 123400 hundredths → 1234 units, 12 units →
+ * 1200 hundredths. Null when it does not come out exact (12345 hundredths in whole units) or
+ * not within ±MAX_MINOR_UNITS.
+ */
+export function rescaleMinorUnits(amount: number, fromDigits: number, toDigits: number): number | null {
+  if (!Number.isSafeInteger(amount)) return null;
+  let value = BigInt(amount);
+  if (toDigits >= fromDigits) {
+    value *= 10n ** BigInt(toDigits - fromDigits);
+  } else {
+    const divisor = 10n ** BigInt(fromDigits - toDigits);
+    if (value % divisor !== 0n) return null;
+    value /= divisor;
+  }
+  return value > BigInt(MAX_MINOR_UNITS) || value < -BigInt(MAX_MINOR_UNITS) ? null : Number(value);
+}
+
 export function fromMinorUnits(minor: number | string, currency: string): number {
   return Number(minor) / 10 ** minorUnitDigits(currency);
 }
 
 /** Minor units as exact decimal text with the currency's digits, for files: 123456 USD → "1234.56", 500 JPY → "500", -5 USD → "-0.05". */
 export function minorToDecimalText(minor: number | string, currency: string): string {
-  const digits = minorUnitDigits(currency);
+  return unitsToDecimalText(minor, minorUnitDigits(currency));
+}
+
+/** An integer count of 10^-`digits` units as exact decimal text: 12345 with 2 digits → "123.45". */
+export function unitsToDecimalText(minor: number | string, digits: number): string {
   const value = BigInt(minor);
   const negative = value < 0n;
   const magnitude = (negative ? -value : value).toString().padStart(digits + 1, '0');

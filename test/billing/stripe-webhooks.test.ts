@@ -33,9 +33,9 @@ interface Connected {
   affiliate: { id: string; link: string };
 }
 
-async function connectedProgram(currency = 'USD'): Promise<Connected> {
+async function connectedProgram(currency = 'USD', ownerId?: string): Promise<Connected> {
   const db = rawDb(t);
-  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
+  const owner = ownerId === undefined ? await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' }) : { id: ownerId };
   const program = await createProgram(db, { ownerUserId: owner.id, name: 'Stripe Shop', domain: 'shop.example', currency, commissionRate: 20 });
   const secret = `whsec_${unique('test').replace(/[^A-Za-z0-9]/g, '')}abcdef`;
   await connectStripe(db, program.id, secret, new Date().toISOString());
@@ -282,6 +282,88 @@ describe('Stripe webhooks', () => {
     const stored = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', a.programId).executeTakeFirstOrThrow();
     assert.ok(stored.stripe_secret_sealed && !stored.stripe_secret_sealed.includes(a.secret.slice(6)));
     assertProblem(await b.api.get('/billing-events?limit=0'), 422, 'validation_failed', '#/limit');
+  });
+});
+
+/**
+ * Every currency Stripe lists for charges (docs.stripe.com/currencies, "Supported presentment
+ * currencies"), with the number of decimals of its amounts by Stripe's own table: 0 for its
+ * zero-decimal currencies, 3 for its three-decimal ones, 2 for every other — ISK, HUF and TWD
+ * included, which Stripe charges or pays out in whole units but still counts in hundredths.
+ */
+const STRIPE_ZERO_DECIMAL = 'BIF CLP DJF GNF JPY KMF KRW MGA PYG RWF UGX VND VUV XAF XOF XPF'.split(' ');
+const STRIPE_THREE_DECIMAL = 'BHD JOD KWD OMR TND'.split(' ');
+const STRIPE_CURRENCIES = (
+  'USD AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CVE CZK ' +
+  'DJF DKK DOP DZD EGP ETB EUR FJD FKP GBP GEL GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR ISK JMD JOD JPY KES KGS KHR KMF KRW KWD KYD ' +
+  'KZT LAK LBP LKR LRD LSL MAD MDL MGA MKD MMK MNT MOP MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR ' +
+  'RON RSD RUB RWF SAR SBD SCR SEK SGD SHP SLE SLL SOS SRD STD SZL THB TJS TND TOP TRY TTD TWD TZS UAH UGX UYU UZS VND VUV WST XAF XCD XCG ' +
+  'XOF XPF YER ZAR ZMW'
+).split(' ');
+const stripeDecimals = (currency: string) => (STRIPE_ZERO_DECIMAL.includes(currency) ? 0 : STRIPE_THREE_DECIMAL.includes(currency) ? 3 : 2);
+
+describe("amounts in Stripe's minor units, by Stripe's table of currencies", () => {
+  it('1,000 of every currency Stripe lists, sent as Stripe counts it, is a sale of 1000 earning 200 (20 %)', async () => {
+    const owner = await createUser(rawDb(t), { email: uniqueEmail('currencies'), password: 'a long password' });
+    const unsupported: string[] = [];
+    const wrong: string[] = [];
+    for (const currency of STRIPE_CURRENCIES) {
+      if (!Intl.supportedValuesOf('currency').includes(currency)) {
+        unsupported.push(currency);
+        continue;
+      }
+      const { api, programId, secret, affiliate } = await connectedProgram(currency, owner.id);
+      const customer = customerEvent(affiliate.link);
+      await deliver(programId, customer, secret);
+      const amountPaid = 1000 * 10 ** stripeDecimals(currency);
+      const res = await deliver(programId, invoiceEvent((customer.data.object as { id: string }).id, amountPaid, currency.toLowerCase()), secret);
+      assert.equal(res.status, 200, `${currency}: ${JSON.stringify(res.body)}`);
+      const sales = (await api.get('/sales')).body.map((s: any) => [s.totalEarned, s.commission]);
+      if (JSON.stringify(sales) !== JSON.stringify([[1000, 200]])) wrong.push(`${currency} ${amountPaid} → ${JSON.stringify(sales)} ${JSON.stringify((await api.get('/billing-events')).body[0]?.reason)}`);
+    }
+    assert.deepEqual(wrong, [], 'each currency: [totalEarned, commission] of the sale');
+    // STD (São Tomé's dobra before 2018) is no currency of Node's ICU, so no program can have it.
+    assert.deepEqual(unsupported, ['STD']);
+  });
+
+  it("Stripe's fractions where the program's currency has them, and an amount the program's currency cannot hold exactly is ignored with its reason", async () => {
+    const owner = await createUser(rawDb(t), { email: uniqueEmail('fractions'), password: 'a long password' });
+    for (const [currency, amountPaid, expected] of [
+      ['USD', 4999, 49.99],
+      ['JPY', 1500, 1500],
+      ['KWD', 5120, 5.12],
+      ['BHD', 12_340, 12.34],
+      ['ISK', 150_000, 1500],
+      ['HUF', 1_000_000, 10_000],
+      ['IDR', 15_000_000, 150_000],
+      ['TWD', 12_345, 123.45],
+      ['UGX', 5000, 5000],
+    ] as const) {
+      const { api, programId, secret, affiliate } = await connectedProgram(currency, owner.id);
+      const customer = customerEvent(affiliate.link);
+      await deliver(programId, customer, secret);
+      await deliver(programId, invoiceEvent((customer.data.object as { id: string }).id, amountPaid, currency.toLowerCase()), secret);
+      assert.deepEqual((await api.get('/sales')).body.map((s: any) => s.totalEarned), [expected], currency);
+    }
+    // 12345 HUF from Stripe is 123.45 Ft; Tandem keeps forints whole (as ICU does): no sale, the reason kept.
+    const { api, programId, secret, affiliate } = await connectedProgram('HUF', owner.id);
+    const customer = customerEvent(affiliate.link);
+    await deliver(programId, customer, secret);
+    const customerId = (customer.data.object as { id: string }).id;
+    const inexact = invoiceEvent(customerId, 12_345, 'huf');
+    (inexact.data.object as any).payment_intent = 'pi_huf';
+    assert.equal((await deliver(programId, inexact, secret)).status, 200);
+    assert.deepEqual((await api.get('/sales')).body, []);
+    const listed = (await api.get('/billing-events')).body[0];
+    assert.deepEqual([listed.id, listed.outcome, listed.reason], [inexact.id, 'ignored', "amount_paid 12345 is 123.45 HUF by Stripe's count (2 decimals), which HUF in Tandem (0 decimals) cannot hold exactly"]);
+
+    // A refund is counted the same way: 2,500 Ft refunded of a 10,000 Ft invoice.
+    const paid = invoiceEvent(customerId, 1_000_000, 'huf');
+    (paid.data.object as any).payment_intent = 'pi_huf_paid';
+    await deliver(programId, paid, secret);
+    await deliver(programId, event('charge.refunded', { id: 'ch_huf', object: 'charge', currency: 'huf', amount: 1_000_000, amount_refunded: 250_000, payment_intent: 'pi_huf_paid' }), secret);
+    const [sale] = (await api.get('/sales')).body;
+    assert.deepEqual([sale.totalEarned, sale.refundedAmount, sale.commission], [10_000, 2500, 1500]);
   });
 });
 

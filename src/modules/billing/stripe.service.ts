@@ -6,6 +6,7 @@ import type { PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
+import { stripeAmountToMinor } from './stripe-currencies.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
 import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.service.ts';
@@ -103,6 +104,7 @@ type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sal
 /** What a waiting invoice keeps to become a sale when its customer is referred. */
 interface WaitingInvoice {
   invoiceId: string;
+  /** In Stripe's minor units of the program's currency (stripe-currencies.ts converts it). */
   amountPaid: number;
   paidAt: string | null;
 }
@@ -171,10 +173,12 @@ async function settleWaitingInvoices(db: Db, program: ProgramContext, customerId
   }
 }
 
-async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice): Promise<Outcome> {
+async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice, field = 'amount_paid'): Promise<Outcome> {
+  const amount = stripeAmountToMinor(invoice.amountPaid, program.currency, field);
+  if ('reason' in amount) return ignored(amount.reason);
   try {
     const paidAt = invoice.paidAt === null ? undefined : new Date(invoice.paidAt);
-    const sale = await createSale(db, program, { referralId, totalEarned: fromMinorUnits(invoice.amountPaid, program.currency), externalInvoiceId: invoice.invoiceId }, { paidAt });
+    const sale = await createSale(db, program, { referralId, totalEarned: fromMinorUnits(amount.minor, program.currency), externalInvoiceId: invoice.invoiceId }, { paidAt });
     return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
   } catch (error) {
     const existing = existingIdOf(error);
@@ -188,7 +192,7 @@ async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Chec
   if ((session.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(session.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
   const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
   if (intent) await recordPayment(db, program.id, intent, session.id, program.clock().toISOString());
-  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amount_total!, paidAt: session.created ? new Date(session.created * 1000).toISOString() : null });
+  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amount_total!, paidAt: session.created ? new Date(session.created * 1000).toISOString() : null }, 'amount_total');
 }
 
 /**
@@ -218,6 +222,9 @@ async function disputeOutcome(db: Db, program: ProgramContext, type: 'charge.dis
 async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invoice): Promise<Outcome> {
   if (!invoice.amount_paid || invoice.amount_paid <= 0) return ignored('nothing was paid');
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
+  // An amount the program's currency cannot hold is ignored now, rather than after waiting.
+  const amount = stripeAmountToMinor(invoice.amount_paid, program.currency, 'amount_paid');
+  if ('reason' in amount) return ignored(amount.reason);
   const customerId = typeof invoice.customer === 'string' ? invoice.customer : invoice.customer?.id;
   if (!customerId) return ignored('the invoice names no customer');
   // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
@@ -250,8 +257,10 @@ async function refundCharge(db: Db, program: ProgramContext, charge: Stripe.Char
   const intent = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
   if (!invoiceId && intent) invoiceId = await invoiceOfPayment(db, program.id, intent);
   if (!invoiceId) return ignored('no recorded invoice matches the charge');
+  const refunded = stripeAmountToMinor(charge.amount_refunded, program.currency, 'amount_refunded');
+  if ('reason' in refunded) return ignored(refunded.reason);
   try {
-    const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: charge.amount_refunded });
+    const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: refunded.minor });
     return { outcome: 'recorded', reason: null, referral_id: sale.referralId, sale_id: sale.id };
   } catch (error) {
     if (error instanceof ApiError && error.status < 500) return ignored(error.code === 'not_found' ? `no sale is recorded for the invoice ${invoiceId}` : error.detail);
