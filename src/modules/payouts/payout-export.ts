@@ -1,4 +1,4 @@
-import { csvLine } from '../../domain/csv.ts';
+import { csvLine, machineField as exact } from '../../domain/csv.ts';
 import { minorToDecimalText } from '../../domain/money.ts';
 import type { PayoutRow } from './payout.repository.ts';
 import { serializePayout } from './payout.service.ts';
@@ -9,8 +9,13 @@ import { serializePayout } from './payout.service.ts';
 //   (≤ 30 characters, no spaces), note, wallet; one currency per file, at most 5,000 rows;
 // - wise: Wise's batch template ("send by e-mail"), fixed headers; at most 1,000 rows.
 // The recipient is the affiliate's payout e-mail (its e-mail when it has none). Amounts carry
-// the currency's decimals (JPY none). A text cell that a spreadsheet would read as a formula
-// (starting with =, +, -, @, a tab or a carriage return) is prefixed with '.
+// the currency's decimals (JPY none).
+// Cells (domain/csv.ts, docs/payouts.md#exports): what people typed — names, the payment method,
+// the merchant's method and reference, the note with the program's name — is text, made
+// formula-safe (a ' before any formula start, quoted at any separator). What Tandem wrote or
+// validated — ids, amounts, currencies, statuses, times, e-mail addresses — is a machine field
+// (`exact`): a provider reads it back, so an address or amount starting with + or - is written
+// as it is (a ' would send the money nowhere).
 
 export const EXPORT_ROW_LIMITS = { csv: 5000, paypal: 5000, wise: 1000 } as const;
 export type ExportFormat = keyof typeof EXPORT_ROW_LIMITS;
@@ -40,16 +45,19 @@ export function exportPayouts(format: ExportFormat, rows: PayoutRow[], programNa
         rows
           .map((row) => {
             const p = serializePayout(row);
-            return line([p.id, p.affiliateId, p.affiliate.firstName, p.affiliate.lastName, p.affiliate.email, p.affiliate.payoutEmail, p.affiliate.paymentMethod, amountText(row), p.currency, p.status, p.entryCount, p.createdAt, p.paidAt, p.method, p.reference]);
+            return line([
+              exact(p.id), exact(p.affiliateId), p.affiliate.firstName, p.affiliate.lastName, exact(p.affiliate.email), exact(p.affiliate.payoutEmail), p.affiliate.paymentMethod,
+              exact(amountText(row)), exact(p.currency), exact(p.status), p.entryCount, exact(p.createdAt), p.paidAt === null ? null : exact(p.paidAt), p.method, p.reference,
+            ]);
           })
           .join('')
       );
     case 'paypal':
-      return rows.map((row) => line([row.payout_email, amountText(row), row.currency, paypalCustomerId(row), `Affiliate commission from ${programName}`.slice(0, 400), 'PAYPAL'])).join('');
+      return rows.map((row) => line([exact(row.payout_email), exact(amountText(row)), exact(row.currency), exact(paypalCustomerId(row)), `Affiliate commission from ${programName}`.slice(0, 400), exact('PAYPAL')])).join('');
     case 'wise':
       return (
         line(WISE_HEADER) +
-        rows.map((row) => line([`${row.first_name} ${row.last_name}`, row.payout_email, wiseReference(row), 'PERSON', row.currency, amountText(row), row.currency, row.currency])).join('')
+        rows.map((row) => line([`${row.first_name} ${row.last_name}`, exact(row.payout_email), exact(wiseReference(row)), exact('PERSON'), exact(row.currency), exact(amountText(row)), exact(row.currency), exact(row.currency)])).join('')
       );
   }
 }
