@@ -11,6 +11,56 @@ import pino, { type DestinationStream } from 'pino';
 
 export type LogFormat = 'pretty' | 'json';
 
+/**
+ * One-time secrets travel in some URLs: a portal login link (`/portal/{slug}/login/{token}`), a
+ * password reset link (`/reset-password/{token}`), and query parameters a client may send
+ * (`code`, `state` of the connect flow, `token`, `access_token`…), also inside a login page's
+ * `next=`. The request log writes the URL with those replaced by `[redacted]` (docs/security.md,
+ * "What is logged"); the path is judged percent-decoded, so an escaped spelling hides nothing.
+ */
+const REDACTED = '[redacted]';
+/** A path (decoded) whose rest is a one-time secret; group 1 is what stays. */
+const SECRET_PATH = /^(\/+portal\/+[^/]+\/+login\/+|\/+reset-password\/+)[^/]/i;
+/** Cheap first look: a URL without any of these holds no secret. */
+const MAYBE_SECRET = /[?%]|login\/|reset-password\//i;
+/** Query parameters whose value is a secret (names compared in lower case, brackets ignored). */
+const SECRET_PARAMETERS = new Set(['code', 'state', 'token', 'access_token', 'refresh_token', 'id_token', 'code_verifier', 'client_secret', 'password', 'secret', 'api_key', 'apikey']);
+
+function decodedOrAsIs(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function redactQuery(query: string): string {
+  return query
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      if (equals === -1) return pair;
+      const name = decodedOrAsIs(pair.slice(0, equals).replace(/\+/g, ' ')).toLowerCase().replace(/\[.*$/, '');
+      if (SECRET_PARAMETERS.has(name)) return `${pair.slice(0, equals)}=${REDACTED}`;
+      if (name !== 'next') return pair;
+      // A login page's next= holds a whole URL of this site (the connect flow's, with its state).
+      const next = decodedOrAsIs(pair.slice(equals + 1).replace(/\+/g, ' '));
+      const redacted = redactUrl(next);
+      return redacted === next ? pair : `${pair.slice(0, equals)}=${encodeURIComponent(redacted)}`;
+    })
+    .join('&');
+}
+
+/** The URL as the log may show it: one-time secrets in its path or query replaced by `[redacted]`. */
+export function redactUrl(url: string): string {
+  if (!MAYBE_SECRET.test(url)) return url;
+  const mark = url.indexOf('?');
+  const path = mark === -1 ? url : url.slice(0, mark);
+  const secretPath = SECRET_PATH.exec(decodedOrAsIs(path));
+  const shownPath = secretPath ? `${secretPath[1]}${REDACTED}` : path;
+  return mark === -1 ? shownPath : `${shownPath}?${redactQuery(url.slice(mark + 1))}`;
+}
+
 /** Fields every pino line has, not worth repeating on a terminal. */
 const HIDDEN = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'reqId', 'err', 'request', 'mail']);
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
@@ -82,7 +132,7 @@ export class TerminalLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { request: { method: request.method, url: request.url, statusCode: reply.statusCode, ms: reply.elapsedTime } };
+    const line = { request: { method: request.method, url: redactUrl(request.url), statusCode: reply.statusCode, ms: reply.elapsedTime } };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request');
   }
@@ -104,11 +154,11 @@ function programOf(request: FastifyRequest): string | undefined {
 export class RequestLogController extends LogController {
   // Arrivals only at debug level (LOG_LEVEL=debug): at info, pino's debug is a no-op.
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ method: request.method, url: request.url }, 'incoming request');
+    request.log.debug({ method: request.method, url: redactUrl(request.url) }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = { method: request.method, route: request.routeOptions.url, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, program: programOf(request) };
+    const line = { method: request.method, route: request.routeOptions.url, url: redactUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100, program: programOf(request) };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request');
   }
@@ -136,7 +186,7 @@ export function loggerOptions(config: Pick<Config, 'logLevel' | 'logFormat'>, ou
     level: config.logLevel,
     serializers: {
       // A failed request's error line (Fastify's default error log) names the request, not its headers.
-      req: (request: FastifyRequest) => ({ method: request.method, url: request.url, remoteAddress: request.ip }),
+      req: (request: FastifyRequest) => ({ method: request.method, url: redactUrl(request.url), remoteAddress: request.ip }),
     },
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["set-cookie"]'], censor: '[redacted]' },
     // LOG_FORMAT=pretty (a terminal): human lines instead of JSON.

@@ -10,7 +10,12 @@ import { apiClient } from '../helpers/test-server.ts';
 import { spawn } from 'node:child_process';
 import { freePort, runTandem, seedTenant, startServerProcess, startWorkerProcess, tandemBin, type ServerProcess, type Tenant } from '../helpers/server-process.ts';
 import { isExecutableFile } from '../helpers/executables.ts';
-import { formatLogLine } from '../../src/logging.ts';
+import { formatLogLine, redactUrl } from '../../src/logging.ts';
+import { randomUUID } from 'node:crypto';
+import { openDatabase } from '../../src/db/database.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
+import { createPasswordResetLink } from '../../src/modules/users/password-reset.service.ts';
+import { systemClock } from '../../src/domain/clock.ts';
 
 describe('structured logs', () => {
   let database: TestDatabase;
@@ -58,6 +63,103 @@ describe('structured logs', () => {
     assert.ok(!server.output().includes('authorization'), 'no header in the log');
     assert.ok(!server.output().includes(tenant.token), 'the token is not in the log');
     assert.ok(!server.output().includes(tenant.token.slice(4)), 'nor its secret part');
+  });
+});
+
+describe('one-time secrets in URLs (issue 29 item 13)', () => {
+  let database: TestDatabase;
+  let tenant: Tenant;
+  let resetTokens: string[];
+
+  before(async () => {
+    database = await createTestDatabase();
+    tenant = await seedTenant(database.url);
+    const opened = openDatabase({ databaseUrl: database.url, databasePoolSize: 2 });
+    try {
+      const user = await createUser(opened.db, { email: `reset-${process.pid}-${Date.now()}@example.com`, password: 'a long password' });
+      resetTokens = [];
+      for (let i = 0; i < 2; i++) resetTokens.push(new URL((await createPasswordResetLink(opened.db, systemClock, user.email, 'http://tandem.test')).url).pathname.split('/').pop()!);
+    } finally {
+      await opened.close();
+    }
+  });
+  after(async () => {
+    await database?.drop();
+  });
+
+  /** Sends every kind of URL that carries a one-time secret; the secrets, and the paths whose log lines must show [redacted]. */
+  async function sendSecrets(server: ServerProcess): Promise<{ secrets: string[]; expected: string[] }> {
+    const api = apiClient(server.url, tenant.token, tenant.programId);
+    const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: `jane-${process.pid}-${Date.now()}@example.com` })).body;
+    const link = await api.post('/affiliates/portal-link', { affiliateId: affiliate.id });
+    assert.equal(link.status, 201, JSON.stringify(link.body));
+    const portalPath = new URL(link.body.url).pathname;
+    const loginToken = portalPath.split('/').pop()!;
+    const slug = portalPath.split('/')[2]!;
+    const [reset, resetEscaped] = resetTokens as [string, string];
+    const state = `state-${randomUUID()}`;
+    const nextState = `next-state-${randomUUID()}`;
+    const code = `code-${randomUUID()}`;
+    const connect = `/connect/zapier/choose-affiliate-program?redirect_uri=${encodeURIComponent('https://zapier.com/x')}&state=${nextState}`;
+    const requests: [string, string][] = [
+      ['GET', portalPath],
+      ['POST', portalPath],
+      ['GET', `/reset-password/${reset}`],
+      ['GET', `/reset-p%61ssword/${resetEscaped}?x=1`],
+      ['GET', `/connect/zapier/choose-affiliate-program?state=${state}&redirect_uri=${encodeURIComponent('https://zapier.com/x')}`],
+      ['GET', `/login?next=${encodeURIComponent(connect)}`],
+      ['POST', `/api/zapier/token?code=${code}`],
+    ];
+    for (const [method, path] of requests) {
+      const response = await fetch(`${server.url}${path}`, { method, redirect: 'manual', ...(method === 'POST' ? { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=1' } : {}) });
+      await response.arrayBuffer();
+    }
+    assert.equal((await fetch(`${server.url}${portalPath}`)).status, 200, 'the link was only opened, and still works: the secret was real');
+    return {
+      secrets: [loginToken, reset, resetEscaped, state, nextState, code],
+      expected: [`/portal/${slug}/login/[redacted]`, '/reset-password/[redacted]', '/reset-password/[redacted]?x=1', 'state=[redacted]', 'code=[redacted]', encodeURIComponent('state=[redacted]')],
+    };
+  }
+
+  it('never writes them to the JSON request log (request and arrival lines), and says where they were', async () => {
+    const server = await startServerProcess({ databaseUrl: database.url, env: { LOG_LEVEL: 'debug', LOG_FORMAT: 'json' } });
+    try {
+      const { secrets, expected } = await sendSecrets(server);
+      await untilOutput(server, (text) => text.includes('/api/zapier/token?code=[redacted]'));
+      const output = server.output();
+      for (const secret of secrets) assert.ok(!output.includes(secret), `${secret} is in the log:\n${output}`);
+      for (const shown of expected) assert.ok(output.includes(shown), `the log shows ${shown}:\n${output}`);
+      const lines = output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+      const portal = lines.filter((l) => l.route === '/portal/:slug/login/:token');
+      assert.equal(portal.length, 3, output);
+      assert.ok(portal.every((l) => String(l.url).endsWith('/login/[redacted]')), output);
+      assert.ok(lines.some((l) => l.msg === 'incoming request' && String(l.url).startsWith('/reset-password/[redacted]')), 'arrival lines (debug) too');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('never writes them to the terminal log either', async () => {
+    const server = await startServerProcess({ databaseUrl: database.url, env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } });
+    try {
+      const { secrets, expected } = await sendSecrets(server);
+      await untilOutput(server, (text) => text.includes('/api/zapier/token?code=[redacted]'));
+      const output = server.output();
+      for (const secret of secrets) assert.ok(!output.includes(secret), `${secret} is in the log:\n${output}`);
+      for (const shown of expected) assert.ok(output.includes(shown), `the log shows ${shown}:\n${output}`);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('redacts the URL of an error line (the req serializer) and keeps every other URL as it is', () => {
+    const { serializers } = loggerOptions({ logLevel: 'info', logFormat: 'json' }, new Writable({ write(_chunk, _encoding, done) { done(); } }));
+    assert.deepEqual(serializers.req({ method: 'POST', url: '/portal/acme/login/abc123?x=1', ip: '127.0.0.1' } as never), { method: 'POST', url: '/portal/acme/login/[redacted]?x=1', remoteAddress: '127.0.0.1' });
+    assert.equal(redactUrl('/api/v1/affiliates?email=a%40b.example&limit=5'), '/api/v1/affiliates?email=a%40b.example&limit=5');
+    assert.equal(redactUrl('/portal/acme/login'), '/portal/acme/login');
+    assert.equal(redactUrl('//reset-password//abc'), '//reset-password//[redacted]');
+    assert.equal(redactUrl('/portal/acme/login%2Fabc'), '/portal/acme/login/[redacted]');
+    assert.equal(redactUrl('/x?Code=1&ACCESS_TOKEN=2&token[]=3&a=4'), '/x?Code=[redacted]&ACCESS_TOKEN=[redacted]&token[]=[redacted]&a=4');
   });
 });
 
