@@ -35,6 +35,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'portal_sessions', key: ['id_hash'] },
   { name: 'billing_events', key: ['program_id', 'id'] },
   { name: 'billing_payments', key: ['program_id', 'payment_intent'] },
+  { name: 'billing_disputes', key: ['program_id', 'id'] },
   { name: 'sessions', key: ['id_hash'] },
   { name: 'integrations', key: ['name'] },
   { name: 'authorization_codes', key: ['code_hash'] },

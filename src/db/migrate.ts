@@ -18,6 +18,7 @@ import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
 import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
 import * as passwordResets from './migrations/2026-11-27T0100-password-resets.ts';
 import * as partialIndexes from './migrations/2026-11-28T0100-partial-indexes.ts';
+import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0500-billing-stripe': billingStripe,
   '2026-11-27T0100-password-resets': passwordResets,
   '2026-11-28T0100-partial-indexes': partialIndexes,
+  '2026-11-29T0300-billing-disputes': billingDisputes,
 };
 
 export class MigrationError extends Error {}

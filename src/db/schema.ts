@@ -225,6 +225,20 @@ export interface BillingPaymentsTable {
   created_at: Timestamp;
 }
 
+/** A Stripe dispute's state: the latest of its events applied, and when it closed (then no event changes it). */
+export interface BillingDisputesTable {
+  program_id: string;
+  /** Stripe's dispute id (dp_…). */
+  id: string;
+  sale_id: number | string | null;
+  /** Stripe's status of the dispute in that event (needs_response, won, lost…). */
+  status: string;
+  /** The Stripe `created` time of that event: an older event of the dispute is ignored. */
+  event_created_at: Timestamp;
+  closed_at: Timestamp | null;
+  updated_at: Timestamp;
+}
+
 /** A one-time portal login link: its hash, the one affiliate it signs in, until when, and whether it was used. */
 export interface PortalLoginTokensTable {
   token_hash: string;
@@ -522,6 +536,7 @@ export interface Database {
   password_reset_tokens: PasswordResetTokensTable;
   billing_events: BillingEventsTable;
   billing_payments: BillingPaymentsTable;
+  billing_disputes: BillingDisputesTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;
   coupons: CouponsTable;

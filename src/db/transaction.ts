@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout } from 'node:timers/promises';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { isUniqueViolationOn } from './errors.ts';
 import { dialectOf } from './dialect.ts';
@@ -49,8 +49,10 @@ const CONFLICT_ATTEMPTS = 4;
  * Two transactions that lock the same rows in different orders (deleting an affiliate while a
  * referral of theirs is deleted, say) can deadlock on PostgreSQL; the database aborts one, and
  * it is run again from the start, so a client sees the outcome rather than an error.
+ * Given a transaction, `work` runs inside it, in a savepoint (inSavepoint).
  */
 export function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return inSavepoint(db as Tx, work);
   // PostgreSQL: within the program's share of the pool, for every attempt (program-share.ts).
   return withinProgramShare(db, () => attemptTransaction(db, work));
 }
@@ -87,6 +89,33 @@ function groupCommitOf(db: Db): GroupCommit {
   let group = groupCommits.get(db);
   if (group === undefined) groupCommits.set(db, (group = new GroupCommit(db)));
   return group;
+}
+
+const SAVEPOINT = sql`savepoint tandem_nested`;
+const RELEASE = sql`release savepoint tandem_nested`;
+const ROLLBACK_TO = sql`rollback to savepoint tandem_nested`;
+
+/**
+ * A service's transaction opened inside another's (a billing event's work runs in the
+ * transaction that claims the event's id, so a redelivery finds either all of it or none): a
+ * savepoint of the outer one. Its failure undoes its own writes only, and leaves the outer
+ * transaction usable (on PostgreSQL too, where a failed statement otherwise aborts it), so a
+ * caller may catch it — a duplicate's 409, say — and go on. It commits with the outer one; the
+ * outer one's before-commit hook and retries apply, and its after-commit callbacks wait for the
+ * outer commit. Savepoints of one name nest: each RELEASE or ROLLBACK TO takes the latest.
+ */
+async function inSavepoint<T>(tx: Tx, work: (tx: Tx) => Promise<T>): Promise<T> {
+  await SAVEPOINT.execute(tx);
+  let value: T;
+  try {
+    value = await work(tx);
+  } catch (error) {
+    await ROLLBACK_TO.execute(tx);
+    await RELEASE.execute(tx);
+    throw error;
+  }
+  await RELEASE.execute(tx);
+  return value;
 }
 
 /** A row that must be recorded once: where its unique key is, and how to answer a second one. */

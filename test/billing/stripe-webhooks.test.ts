@@ -148,6 +148,65 @@ describe('Stripe webhooks', () => {
     assert.equal(payout.amount, 20);
   });
 
+  /** A program (no hold) with one referred customer and one paid invoice (pi_1) earning 20: its API and what to send disputes with. */
+  async function disputedSale() {
+    const connected = await connectedProgram();
+    await updateProgramSettings(rawDb(t), connected.programId, { holdDays: 0 });
+    await deliver(connected.programId, customerEvent(connected.affiliate.link, 'cus_disputed'), connected.secret);
+    const invoice = invoiceEvent('cus_disputed', 10_000, 'usd', 'in_disputed');
+    (invoice.data.object as any).payment_intent = 'pi_1';
+    await deliver(connected.programId, invoice, connected.secret);
+    /** A dispute event of the sale's payment, created `at` (Stripe's seconds). */
+    const dispute = (type: string, status: string, at: number) => ({ ...event(type, { id: 'dp_1', object: 'dispute', charge: 'ch_1', payment_intent: 'pi_1', amount: 10_000, currency: 'usd', status, created: at - 60 }), created: at });
+    const due = async () => (await connected.api.get(`/commissions?affiliateId=${connected.affiliate.id}&status=due`)).body.reduce((sum: number, e: any) => sum + e.amount, 0);
+    const listed = async (id: string) => (await connected.api.get('/billing-events')).body.find((e: any) => e.id === id);
+    return { ...connected, dispute, due, listed };
+  }
+
+  it('a charge.dispute.created redelivered after the dispute closed won does not hold the commission again', async () => {
+    const { programId, secret, dispute, due } = await disputedSale();
+    const at = Math.floor(Date.now() / 1000);
+    const opened = dispute('charge.dispute.created', 'needs_response', at - 3600);
+    await deliver(programId, opened, secret);
+    assert.equal(await due(), 0, 'held while open');
+    await deliver(programId, dispute('charge.dispute.closed', 'won', at), secret);
+    assert.equal(await due(), 20, 'won: due');
+    assert.deepEqual((await deliver(programId, opened, secret)).body, { received: true, duplicate: true });
+    assert.equal(await due(), 20, 'the redelivery changes nothing');
+  });
+
+  it('an event of a dispute older than its recorded state is ignored with the reason: a late charge.dispute.created after the close holds nothing', async () => {
+    const { api, programId, secret, dispute, due, listed } = await disputedSale();
+    const at = Math.floor(Date.now() / 1000);
+    // Stripe delivers in no set order: the close first, then the opening it follows.
+    await deliver(programId, dispute('charge.dispute.closed', 'won', at), secret);
+    assert.equal(await due(), 20);
+    const late = dispute('charge.dispute.created', 'needs_response', at - 3600);
+    await deliver(programId, late, secret);
+    assert.equal(await due(), 20, 'not held again');
+    const item = await listed(late.id);
+    assert.equal(item.outcome, 'ignored');
+    assert.equal(
+      item.reason,
+      `this event of the dispute dp_1, created ${new Date((at - 3600) * 1000).toISOString()}, is older than its state already recorded (won, closed, by an event created ${new Date(at * 1000).toISOString()}): it changes nothing`,
+    );
+    assert.deepEqual((await api.post('/payouts', {})).body.map((p: any) => p.amount), [20]);
+  });
+
+  it('a failed payout leaves a disputed commission held: it is not due, and no payout takes it, until the dispute is won', async () => {
+    const { api, programId, secret, dispute, due } = await disputedSale();
+    const [payout] = (await api.post('/payouts', {})).body;
+    assert.equal(payout.amount, 20, 'the commission is in a pending payout when the dispute opens');
+    const at = Math.floor(Date.now() / 1000);
+    await deliver(programId, dispute('charge.dispute.created', 'needs_response', at - 3600), secret);
+    assert.equal((await api.put('/payouts', { payoutId: payout.id, status: 'failed' })).status, 200);
+    assert.equal(await due(), 0, 'held, not due again');
+    assert.deepEqual((await api.post('/payouts', {})).body, [], 'no payout takes it');
+    await deliver(programId, dispute('charge.dispute.closed', 'won', at), secret);
+    assert.equal(await due(), 20);
+    assert.deepEqual((await api.post('/payouts', {})).body.map((p: any) => p.amount), [20]);
+  });
+
   it('records an event once: a redelivery, and two deliveries at the same moment', async () => {
     const { api, programId, secret, affiliate } = await connectedProgram();
     const customer = customerEvent(affiliate.id);

@@ -1,12 +1,16 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { BillingEventsTable } from '../../db/schema.ts';
+import type { BillingDisputesTable, BillingEventsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
 
 export type BillingEventRow = Selectable<BillingEventsTable>;
 
-/** Stores an event unless the program has it already; false for a redelivery (nothing stored). */
+/**
+ * Claims an event's id, before its work and in the same transaction: false for a redelivery
+ * (nothing stored). A second delivery at the same moment waits on the first's row (PostgreSQL's
+ * unique key; SQLite has one writer) and gets false once it commits, or the claim if it rolled back.
+ */
 export async function insertBillingEventOnce(tx: Tx, row: Insertable<BillingEventsTable>): Promise<boolean> {
   const inserted = await tx
     .insertInto('billing_events')
@@ -15,6 +19,44 @@ export async function insertBillingEventOnce(tx: Tx, row: Insertable<BillingEven
     .returning('id')
     .executeTakeFirst();
   return inserted !== undefined;
+}
+
+/** What came of a claimed event, written at the end of its work. */
+export async function setBillingEventOutcome(tx: Tx, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>): Promise<void> {
+  await tx.updateTable('billing_events').set(outcome).where('program_id', '=', programId).where('id', '=', id).execute();
+}
+
+export type DisputeRow = Selectable<BillingDisputesTable>;
+
+/**
+ * Records a dispute event as the dispute's state, unless the state already recorded is newer
+ * (its event's `created` later) or closed: true when recorded. Decided in one statement under
+ * the dispute's row, so two events of one dispute at once are ordered there.
+ */
+export async function recordDisputeState(tx: Tx, row: Insertable<BillingDisputesTable>): Promise<boolean> {
+  const recorded = await tx
+    .insertInto('billing_disputes')
+    .values(row)
+    .onConflict((conflict) =>
+      conflict
+        .columns(['program_id', 'id'])
+        .doUpdateSet((eb) => ({
+          sale_id: eb.ref('excluded.sale_id'),
+          status: eb.ref('excluded.status'),
+          event_created_at: eb.ref('excluded.event_created_at'),
+          closed_at: eb.ref('excluded.closed_at'),
+          updated_at: eb.ref('excluded.updated_at'),
+        }))
+        .where('billing_disputes.closed_at', 'is', null)
+        .where((eb) => eb('billing_disputes.event_created_at', '<=', eb.ref('excluded.event_created_at'))),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return recorded !== undefined;
+}
+
+export function findDispute(tx: Tx, programId: string, id: string): Promise<DisputeRow | undefined> {
+  return tx.selectFrom('billing_disputes').selectAll().where('program_id', '=', programId).where('id', '=', id).executeTakeFirst();
 }
 
 export function listBillingEvents(db: Db, programId: string, page: PageRequest): Promise<BillingEventRow[]> {

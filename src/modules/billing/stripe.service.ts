@@ -1,5 +1,5 @@
 import type Stripe from 'stripe';
-import type { Db } from '../../db/transaction.ts';
+import type { Db, Tx } from '../../db/transaction.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { instanceKey } from '../../db/instance-keys.ts';
 import type { PageRequest } from '../../db/keyset.ts';
@@ -14,10 +14,13 @@ import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts'
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import {
   expireWaitingInvoices,
+  findDispute,
   insertBillingEventOnce,
   invoiceOfPayment,
   listBillingEvents,
+  recordDisputeState,
   recordPayment,
+  setBillingEventOutcome,
   setStripeSecret,
   settleBillingEvent,
   stripeSecretOf,
@@ -30,11 +33,12 @@ import { open, seal } from './sealed-secret.ts';
 // Stripe, connected by one signing secret (issue 20; CONTRACT "Billing providers (Stripe)").
 // POST /api/billing/stripe/{programId} verifies each event with the official package (5-minute
 // tolerance), turns what it understands into referrals and sales through the same services as
-// the API, and stores the event once with its outcome. The work is idempotent by Stripe's own
-// ids — a customer is a referral's referredUserExternalId, an invoice a sale's
-// externalInvoiceId — so an event delivered twice, even to two processes at once, records
-// once: the second finds the first's referral or sale (duplicate_* is a success here) and its
-// event row (the insert does nothing).
+// the API, and stores the event once with its outcome. Its id is claimed first, in the
+// transaction of its work, so a redelivery (even to two processes at once) does nothing and a
+// failed one leaves no claim. The work is idempotent by Stripe's own ids besides — a customer
+// is a referral's referredUserExternalId, an invoice a sale's externalInvoiceId (duplicate_* is
+// a success here), a dispute keeps its state (billing_disputes) — so the same invoice under
+// another event id records one sale, and a late dispute event changes nothing.
 
 /**
  * The official package, loaded when the first Stripe event arrives: it is large (every API
@@ -197,25 +201,41 @@ async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Chec
 
 /**
  * A dispute holds the sale's unpaid commission (not due) while it is open; lost, the commission
- * is taken back like a full refund; won, it falls due at once.
+ * is taken back like a full refund; won, it falls due at once. Each dispute keeps its state
+ * (billing_disputes): an event older than the one applied, or any event after the close, is
+ * ignored — a redelivered or late charge.dispute.created never holds a closed dispute again.
  */
-async function disputeOutcome(db: Db, program: ProgramContext, type: 'charge.dispute.created' | 'charge.dispute.closed', dispute: Stripe.Dispute): Promise<Outcome> {
+async function disputeOutcome(tx: Tx, program: ProgramContext, event: Stripe.Event, dispute: Stripe.Dispute): Promise<Outcome> {
+  const closes = event.type === 'charge.dispute.closed';
   const intent = typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
-  const invoiceId = intent ? await invoiceOfPayment(db, program.id, intent) : undefined;
-  const saleId = invoiceId ? await findSaleIdOfInvoice(db, program, invoiceId) : undefined;
+  const invoiceId = intent ? await invoiceOfPayment(tx, program.id, intent) : undefined;
+  const saleId = invoiceId ? await findSaleIdOfInvoice(tx, program, invoiceId) : undefined;
   if (!invoiceId || saleId === undefined) return ignored('no recorded sale matches the disputed payment');
-  if (type === 'charge.dispute.created') {
-    await holdSaleCommission(db, program, saleId);
+  const eventAt = new Date(event.created * 1000).toISOString();
+  const now = program.clock().toISOString();
+  const state = { program_id: program.id, id: dispute.id, sale_id: saleId, status: dispute.status, event_created_at: eventAt, closed_at: closes ? now : null, updated_at: now };
+  if (!(await recordDisputeState(tx, state))) {
+    const recorded = (await findDispute(tx, program.id, dispute.id))!;
+    const recordedAt = toIso(recorded.event_created_at);
+    const was = `${recorded.status}${recorded.closed_at === null ? '' : ', closed'}, by an event created ${recordedAt}`;
+    return ignored(
+      eventAt < recordedAt
+        ? `this event of the dispute ${dispute.id}, created ${eventAt}, is older than its state already recorded (${was}): it changes nothing`
+        : `the dispute ${dispute.id} is closed already (${was}): this event of it, created ${eventAt}, changes nothing`,
+    );
+  }
+  if (!closes) {
+    await holdSaleCommission(tx, program, saleId);
     return { outcome: 'recorded', reason: 'the commission is held while the dispute is open', referral_id: null, sale_id: saleId };
   }
   if (dispute.status === 'lost') {
     try {
-      await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: Number.MAX_SAFE_INTEGER });
+      await refundSale(tx, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: Number.MAX_SAFE_INTEGER });
     } catch (error) {
       if (!(error instanceof ApiError && error.status < 500)) throw error; // already fully refunded
     }
   }
-  await releaseSaleCommission(db, program, saleId);
+  await releaseSaleCommission(tx, program, saleId);
   return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
 }
 
@@ -268,7 +288,8 @@ async function refundCharge(db: Db, program: ProgramContext, charge: Stripe.Char
   }
 }
 
-async function handle(db: Db, program: ProgramContext, event: Stripe.Event): Promise<Outcome> {
+/** An event's work, in the transaction that claimed its id. */
+async function handle(db: Tx, program: ProgramContext, event: Stripe.Event): Promise<Outcome> {
   switch (event.type) {
     case 'customer.created':
     case 'customer.updated': {
@@ -293,7 +314,7 @@ async function handle(db: Db, program: ProgramContext, event: Stripe.Event): Pro
       return refundCharge(db, program, event.data.object);
     case 'charge.dispute.created':
     case 'charge.dispute.closed':
-      return disputeOutcome(db, program, event.type, event.data.object);
+      return disputeOutcome(db, program, event, event.data.object);
     case 'invoice_payment.paid': {
       // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
       const payment = event.data.object as unknown as { invoice?: string; payment?: { payment_intent?: string } };
@@ -321,11 +342,16 @@ export async function receiveStripeEvent(db: Db, program: ProgramContext, rawBod
     throw new ApiError('bad_request', 'The Stripe-Signature header is missing, or does not match this program\'s signing secret within 5 minutes.');
   }
   await settleOrExpireWaiting(db, program);
-  const outcome = await handle(db, program, event);
-  const stored = await inTransaction(db, (tx) =>
-    insertBillingEventOnce(tx, { program_id: program.id, id: event.id, provider: 'stripe', type: event.type, created_at: program.clock().toISOString(), ...outcome }),
-  );
-  return { received: true, duplicate: !stored };
+  // The id is claimed first, in the transaction of the event's work (the services' own
+  // transactions run inside it, as savepoints): a redelivery finds the claim and does nothing,
+  // and work that fails takes its claim back with it, so Stripe's retry does it again.
+  const claimed = await inTransaction(db, async (tx) => {
+    const row = { program_id: program.id, id: event.id, provider: 'stripe' as const, type: event.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
+    if (!(await insertBillingEventOnce(tx, row))) return false;
+    await setBillingEventOutcome(tx, program.id, event.id, await handle(tx, program, event));
+    return true;
+  });
+  return { received: true, duplicate: !claimed };
 }
 
 /** The Stripe section of the dashboard: whether a secret is saved, and the newest events. */

@@ -1,8 +1,8 @@
-import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import type { Tx } from '../../db/transaction.ts';
 import { toIso } from '../../domain/clock.ts';
 import { endOfHold } from '../../domain/commission.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { HELD_UNTIL, insertEntries, saleEntryStates, setSaleEntriesDue } from './ledger.repository.ts';
+import { holdSaleEntries, insertEntries, releaseSaleEntries, saleEntryStates } from './ledger.repository.ts';
 
 // The commission ledger's rules (CONTRACT "Commission plans and the ledger"). Every change of
 // what an affiliate earns appends an entry, in the transaction of the change:
@@ -66,14 +66,16 @@ export async function appendChangeEntries(
 }
 
 /**
- * A disputed sale's commission waits: its entries that are in no payout and unpaid are not due
- * until the dispute closes (a lost dispute then takes the commission back like a refund).
+ * A disputed sale's commission waits: its unpaid entries, in a pending payout or not, are not
+ * due until the dispute closes (a lost dispute then takes the commission back like a refund).
+ * An entry in a pending payout stays in it (a payout's amount is frozen); if that payout fails,
+ * the entry returns held. Runs in the caller's transaction, with the dispute's state.
  */
-export async function holdSaleCommission(db: Db, program: ProgramContext, saleId: number): Promise<number> {
-  return inTransaction(db, (tx) => setSaleEntriesDue(tx, program.id, saleId, HELD_UNTIL, false));
+export function holdSaleCommission(tx: Tx, program: ProgramContext, saleId: number): Promise<number> {
+  return holdSaleEntries(tx, program.id, saleId);
 }
 
 /** The dispute closed: the held entries fall due at once. */
-export async function releaseSaleCommission(db: Db, program: ProgramContext, saleId: number): Promise<number> {
-  return inTransaction(db, (tx) => setSaleEntriesDue(tx, program.id, saleId, program.clock().toISOString(), true));
+export function releaseSaleCommission(tx: Tx, program: ProgramContext, saleId: number): Promise<number> {
+  return releaseSaleEntries(tx, program.id, saleId, program.clock().toISOString());
 }

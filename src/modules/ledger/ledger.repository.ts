@@ -192,18 +192,30 @@ export async function ledgerBalance(db: Db | Tx, programId: string, now: string,
 export const HELD_UNTIL = '9999-12-31T00:00:00.000Z';
 
 /**
- * Holds (or releases, due at `releaseAt`) a sale's commission entries that are in no payout and
- * unpaid; returns how many moved. Amounts never change: only when they fall due.
+ * Holds a sale's unpaid commission entries: in no payout, and in a pending payout too — its
+ * amount is frozen, so it still pays them if it is paid, but if it fails they return held, not
+ * due (releaseEntries only takes them out of the payout). Returns how many moved; amounts never
+ * change, only when they fall due.
  */
-export async function setSaleEntriesDue(tx: Tx, programId: string, saleId: number, dueAt: string, onlyHeld: boolean): Promise<number> {
-  let q = tx
+export async function holdSaleEntries(tx: Tx, programId: string, saleId: number): Promise<number> {
+  const { numUpdatedRows } = await tx
+    .updateTable('commission_entries')
+    .set({ due_at: HELD_UNTIL })
+    .where('program_id', '=', programId)
+    .where('sale_id', '=', saleId)
+    .where('paid_at', 'is', null)
+    .executeTakeFirst();
+  return Number(numUpdatedRows);
+}
+
+/** A sale's held entries fall due at `dueAt` (those a payout paid meanwhile too, so none keeps the far date); returns how many moved. */
+export async function releaseSaleEntries(tx: Tx, programId: string, saleId: number, dueAt: string): Promise<number> {
+  const { numUpdatedRows } = await tx
     .updateTable('commission_entries')
     .set({ due_at: dueAt })
     .where('program_id', '=', programId)
     .where('sale_id', '=', saleId)
-    .where('payout_id', 'is', null)
-    .where('paid_at', 'is', null);
-  if (onlyHeld) q = q.where('due_at', '=', HELD_UNTIL);
-  const { numUpdatedRows } = await q.executeTakeFirst();
+    .where('due_at', '=', HELD_UNTIL)
+    .executeTakeFirst();
   return Number(numUpdatedRows);
 }
