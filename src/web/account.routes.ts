@@ -9,7 +9,7 @@ import { requestPasswordReset, resetLinkHolder, resetPassword } from '../modules
 import { csrfField, field, renderPage } from './layout.ts';
 import { forgiveAttempt, throttleLogin, throttlePasswordChange, throttlePasswordReset, throttleSignUp } from './attempt-throttle.ts';
 import { issueDeviceCookie } from './device-cookie.ts';
-import { endUserSessions, ensureCsrfBinding, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
+import { ensureCsrfBinding, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
 
 type Form = Record<string, string | undefined>;
 
@@ -260,8 +260,8 @@ export const accountRoutes: FastifyPluginAsync<AppServices> = async (app, servic
     if ((values.password ?? '').length < MIN_PASSWORD_LENGTH) {
       return passwordPage(reply, session, { kind: 'error', text: `The new password must be at least ${MIN_PASSWORD_LENGTH} characters.` }, 422);
     }
+    // Ends every session and voids every outstanding reset link of the account, in one transaction.
     await setPassword(db, user.id, values.password!, clock().toISOString());
-    await endUserSessions(db, user.id);
     const fresh = await logIn(services, request, reply, session.user);
     return passwordPage(reply, fresh, { kind: 'ok', text: 'Password changed. Other sessions were logged out.' });
   });

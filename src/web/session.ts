@@ -173,11 +173,6 @@ export async function logOut({ db, config }: AppServices, request: FastifyReques
   reply.clearCookie(SESSION_COOKIE, cookieOptions(config));
 }
 
-/** Ends every session of a user (after a password change). */
-export async function endUserSessions(db: Db, userId: string): Promise<void> {
-  await db.deleteFrom('sessions').where('user_id', '=', userId).execute();
-}
-
 export function csrfToken(binding: CsrfBinding): string {
   return hmac(binding.csrfSecret, 'csrf');
 }

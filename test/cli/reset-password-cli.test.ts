@@ -50,6 +50,19 @@ describe('tandem user reset-password', { skip: testDialect !== 'sqlite' && 'runs
     assert.equal((await new WebClient(server.url).get(path)).status, 410, 'used once');
   });
 
+  it('a printed link stops working when the password is changed on the dashboard before it is used', async () => {
+    const run = await runTandem(['user', 'reset-password', '--email', 'owner@example.com', '--json'], env);
+    assert.equal(run.code, 0, run.stderr);
+    const path = new URL(run.json.url).pathname;
+    assert.equal((await new WebClient(server!.url).get(path)).status, 200);
+    const owner = new WebClient(server!.url);
+    const login = await owner.get('/login');
+    assert.equal((await owner.post('/login', { _csrf: csrfOf(login.text), email: 'owner@example.com', password: 'the new passphrase' })).status, 303);
+    const form = await owner.get('/account/password');
+    assert.equal((await owner.post('/account/password', { _csrf: csrfOf(form.text), current: 'the new passphrase', password: 'the third passphrase' })).status, 200);
+    assert.equal((await new WebClient(server!.url).get(path)).status, 410, 'the change voided the printed link');
+  });
+
   it('an unknown e-mail fails (1); a missing --email is a usage error (2)', async () => {
     const unknown = await runTandem(['user', 'reset-password', '--email', 'nobody@example.com'], env);
     assert.equal(unknown.code, 1);

@@ -8,6 +8,7 @@ import { uniqueEmail } from '../helpers/fixtures.ts';
 import { csrfOf, WebClient } from '../helpers/web-client.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
 import { isOperator } from '../../src/modules/users/user.service.ts';
+import { createPasswordResetLink } from '../../src/modules/users/password-reset.service.ts';
 
 const PASSWORD = 'a long passphrase';
 let addresses = 0;
@@ -221,6 +222,37 @@ describe('forgot password', () => {
     const page = await who.get(second);
     assert.equal((await who.post(second, { _csrf: csrfOf(page.text), password: 'another long one' })).status, 303);
     assert.equal((await visitor(t).get(first)).status, 410, 'the older link was voided');
+  });
+
+  it('a password change voids every outstanding reset link: the dashboard form, and a completed reset', async () => {
+    const email = uniqueEmail('change');
+    const owner = visitor(t);
+    await signUp(t, email, PASSWORD, owner);
+    // Links of both kinds: e-mailed by the form, and printed by `tandem user reset-password`.
+    const printed = async () => new URL((await createPasswordResetLink(rawDb(t), () => now, email, 'http://tandem.test')).url).pathname;
+    const mailed = await linkFor(email);
+    const handed = await printed();
+    for (const path of [mailed, handed]) assert.equal((await visitor(t).get(path)).status, 200, 'usable before the change');
+
+    const form = await owner.get('/account/password');
+    const changed = await owner.post('/account/password', { _csrf: csrfOf(form.text), current: PASSWORD, password: 'the changed passphrase' });
+    assert.equal(changed.status, 200, changed.text.slice(0, 300));
+    for (const path of [mailed, handed]) {
+      assert.equal((await visitor(t).get(path)).status, 410, `${path} was voided by the change`);
+      const who = visitor(t);
+      const page = await who.get('/login');
+      assert.equal((await who.post(path, { _csrf: csrfOf(page.text), password: 'an attacker passphrase' })).status, 410);
+    }
+    assert.equal((await logIn(t, email, 'an attacker passphrase')).status, 401, 'an old link set nothing');
+    assert.equal((await logIn(t, email, 'the changed passphrase')).status, 303);
+
+    // A completed reset voids the others, printed ones included.
+    const second = await linkFor(email);
+    const third = await printed();
+    const who = visitor(t);
+    const page = await who.get(second);
+    assert.equal((await who.post(second, { _csrf: csrfOf(page.text), password: 'the reset passphrase' })).status, 303);
+    assert.equal((await visitor(t).get(third)).status, 410);
   });
 
   it('three e-mails per address per 15 minutes, then the same answer and nothing sent', async () => {

@@ -5,12 +5,12 @@ import { normaliseEmail } from '../../domain/email.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { passwordResetMail } from '../mail/messages.ts';
-import { checkNewPassword, findUserByEmail, requireUser, setPassword } from './user.service.ts';
-import { consumeResetToken, expireUserResetTokens, findUsableResetToken, insertResetToken } from './password-reset.repository.ts';
+import { checkNewPassword, findUserByEmail, hashPassword, requireUser, storePassword } from './user.service.ts';
+import { consumeResetToken, findUsableResetToken, insertResetToken } from './password-reset.repository.ts';
 
 // "Forgot password?" (issue 21 item 2). A link is 256 random bits kept only as their SHA-256
 // hash, bound to one user, valid 30 minutes, used once; using it sets the new password, voids
-// the user's other links and ends every session. Opening the link changes nothing (mail
+// the user's other links and ends every session (storePassword: so does any password change). Opening the link changes nothing (mail
 // scanners open links): its page's form, a POST, resets.
 
 export const RESET_LINK_MS = 30 * 60_000;
@@ -65,12 +65,13 @@ export async function resetLinkHolder(db: Db, clock: Clock, token: string): Prom
 export async function resetPassword(db: Db, clock: Clock, token: string, password: string): Promise<{ id: string; email: string } | null> {
   checkNewPassword(password);
   const now = clock().toISOString();
+  // Hashed only for a link that works, and outside the transaction (scrypt takes a while).
+  if ((await findUsableResetToken(db, sha256(token), now)) === undefined) return null;
+  const passwordHash = await hashPassword(password);
   return inTransaction(db, async (tx) => {
     const userId = await consumeResetToken(tx, sha256(token), now);
     if (userId === undefined) return null;
-    await setPassword(tx, userId, password, now);
-    await expireUserResetTokens(tx, userId, now);
-    await tx.deleteFrom('sessions').where('user_id', '=', userId).execute();
+    await storePassword(tx, userId, passwordHash, now);
     return (await tx.selectFrom('users').select(['id', 'email']).where('id', '=', userId).executeTakeFirst()) ?? null;
   });
 }

@@ -7,6 +7,7 @@ import { dialectOf } from '../../db/dialect.ts';
 import { sql } from 'kysely';
 import { ApiError, conflict, invalidField } from '../../domain/errors.ts';
 import { normaliseEmail } from '../../domain/email.ts';
+import { expireUserResetTokens } from './password-reset.repository.ts';
 
 export interface User {
   id: string;
@@ -108,9 +109,21 @@ export async function signUpIsOpen(db: Db, signup: 'open' | 'closed' | null): Pr
   return signup === null ? !(await anyUserExists(db)) : signup === 'open';
 }
 
-/** Sets a user's password (already checked by checkNewPassword). */
-export async function setPassword(db: Db | Tx, userId: string, password: string, now: string): Promise<void> {
-  await db.updateTable('users').set({ password_hash: await hashPassword(password), updated_at: now }).where('id', '=', userId).execute();
+/**
+ * The one write of a password: the new hash, and every reset link the user still holds voided
+ * in the same transaction — a link e-mailed (or printed by `tandem user reset-password`) before
+ * the change must not undo it. Also ends every session of the user.
+ */
+export async function storePassword(tx: Tx, userId: string, passwordHash: string, now: string): Promise<void> {
+  await tx.updateTable('users').set({ password_hash: passwordHash, updated_at: now }).where('id', '=', userId).execute();
+  await expireUserResetTokens(tx, userId, now);
+  await tx.deleteFrom('sessions').where('user_id', '=', userId).execute();
+}
+
+/** Changes a user's password (already checked by checkNewPassword): hashed first, then stored (storePassword) in one transaction. */
+export async function setPassword(db: Db, userId: string, password: string, now: string): Promise<void> {
+  const passwordHash = await hashPassword(password);
+  await inTransaction(db, (tx) => storePassword(tx, userId, passwordHash, now));
 }
 
 /** A user as the operator's list shows it: the operator is the first account created (isOperator). */
