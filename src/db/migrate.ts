@@ -19,6 +19,7 @@ import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
 import * as passwordResets from './migrations/2026-11-27T0100-password-resets.ts';
 import * as partialIndexes from './migrations/2026-11-28T0100-partial-indexes.ts';
 import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.ts';
+import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-access-generation.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-27T0100-password-resets': passwordResets,
   '2026-11-28T0100-partial-indexes': partialIndexes,
   '2026-11-29T0300-billing-disputes': billingDisputes,
+  '2026-11-30T0100-portal-access-generation': portalAccessGeneration,
 };
 
 export class MigrationError extends Error {}

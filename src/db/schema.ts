@@ -92,6 +92,8 @@ export interface AffiliatesTable {
   status: 'active' | 'inactive';
   /** Sign-ups under the approval policy wait (pending, inactive) until approved or rejected; the API's and dashboard's are approved. */
   approval: Generated<'pending' | 'approved' | 'rejected'>;
+  /** Raised by every deactivation or rejection: portal sessions and login links made in an earlier generation no longer work. */
+  portal_generation: Generated<number>;
   number_of_referred_users: Counter;
   number_of_clicks: Counter;
   total_commission_earned: Counter;
@@ -246,6 +248,8 @@ export interface PortalLoginTokensTable {
   affiliate_id: string;
   /** email: sent by Tandem (15 minutes); app: handed out by the merchant's app (5 minutes). */
   purpose: 'email' | 'app';
+  /** The affiliate's portal_generation when the link was made: it works only while that is current. */
+  affiliate_generation: number;
   expires_at: Timestamp;
   used_at: Timestamp | null;
   created_at: Timestamp;
@@ -265,6 +269,8 @@ export interface PortalSessionsTable {
   id_hash: string;
   program_id: string;
   affiliate_id: string;
+  /** The affiliate's portal_generation at sign-in: the session works only while that is current. */
+  affiliate_generation: number;
   created_at: Timestamp;
   expires_at: Timestamp;
 }

@@ -37,7 +37,7 @@ export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: str
 /** Every affiliate column, for reading an affiliate beside another table (joined-rows.ts). */
 export const AFFILIATE_COLUMNS: ColumnSet<AffiliatesTable> = {
   id: true, program_id: true, first_name: true, last_name: true, email: true, email_key: true, email_verified: true, image: true,
-  payout_email: true, payment_method: true, commission_rate: true, status: true, approval: true, number_of_referred_users: true, number_of_clicks: true,
+  payout_email: true, payment_method: true, commission_rate: true, status: true, approval: true, portal_generation: true, number_of_referred_users: true, number_of_clicks: true,
   total_commission_earned: true, created_at: true, updated_at: true,
 };
 
@@ -132,8 +132,11 @@ export async function deleteAffiliateRow(tx: Tx, id: string): Promise<void> {
   await tx.deleteFrom('affiliates').where('id', '=', id).execute();
 }
 
-export async function updateAffiliateRow(db: Db | Tx, programId: string, id: string, changes: Updateable<AffiliatesTable>): Promise<void> {
-  await db.updateTable('affiliates').set(changes).where('program_id', '=', programId).where('id', '=', id).execute();
+/** `endPortalAccess`: also raise the portal generation, ending every portal session and login link the affiliate holds, for good. */
+export async function updateAffiliateRow(db: Db | Tx, programId: string, id: string, changes: Updateable<AffiliatesTable>, options: { endPortalAccess?: boolean } = {}): Promise<void> {
+  let update = db.updateTable('affiliates').set(changes);
+  if (options.endPortalAccess) update = update.set((eb) => ({ portal_generation: eb('portal_generation', '+', 1) }));
+  await update.where('program_id', '=', programId).where('id', '=', id).execute();
 }
 
 export async function insertAffiliate(tx: Tx, row: Selectable<AffiliatesTable>): Promise<void> {

@@ -88,6 +88,7 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
     commission_rate: body.commissionRate === undefined ? null : rateToMillionths(body.commissionRate, '#/commissionRate'),
     status: (pending ? 'inactive' : (body.status?.toLowerCase() ?? 'active')) as 'active' | 'inactive',
     approval: pending ? ('pending' as const) : ('approved' as const),
+    portal_generation: 0,
     number_of_referred_users: 0,
     number_of_clicks: 0,
     total_commission_earned: 0,
@@ -174,10 +175,13 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   }
   const now = program.clock().toISOString();
   changes.updated_at = now;
+  // A deactivation or rejection ends the affiliate's portal sessions and login links for good:
+  // reactivating or approving them again later brings none of them back.
+  const endPortalAccess = changes.status === 'inactive' || changes.approval === 'rejected';
   const newLink = body.affiliateLink !== undefined && body.affiliateLink !== current.link ? body.affiliateLink : undefined;
   try {
     return await inTransaction(db, async (tx) => {
-      await updateAffiliateRow(tx, program.id, id, changes);
+      await updateAffiliateRow(tx, program.id, id, changes, { endPortalAccess });
       if (newLink !== undefined && current.primary_link_id !== null) {
         await renameLink(tx, current.primary_link_id, newLink, now);
         await recordEvent(tx, program.id, 'link.updated', await getLink(tx, program, { id: current.primary_link_id }), now);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { inTransaction, type Db } from '../../db/transaction.ts';
+import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { randomToken } from '../../domain/ids.ts';
@@ -7,13 +7,15 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import { findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { loginLinkMail } from '../mail/messages.ts';
-import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, insertLoginToken, insertPortalSession } from './portal-login.repository.ts';
+import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, insertLoginToken, insertPortalSession, type PortalHolder } from './portal-login.repository.ts';
 
 // Passwordless login to an affiliate portal (issue 19 item 2). A link is 256 random bits, kept
 // only as its SHA-256 hash, bound to one affiliate of one program, valid 15 minutes (e-mail)
 // or 5 (handed out by the merchant's app), used once. Opening the link uses nothing (mail
 // scanners open every link): its page's button, a POST, signs in. Only an approved, active
-// affiliate can sign in.
+// affiliate can sign in. Links and sessions carry the affiliate's portal generation from when
+// they were made, which every deactivation or rejection raises: they end for good then, and
+// reactivating or approving the affiliate again brings none back (issue 29 item 12).
 
 export const EMAIL_LINK_MS = 15 * 60_000;
 export const APP_LINK_MS = 5 * 60_000;
@@ -30,13 +32,20 @@ function canSignIn(affiliate: AffiliateRow | undefined): affiliate is AffiliateR
   return affiliate !== undefined && affiliate.status === 'active' && affiliate.approval === 'approved';
 }
 
+/** The affiliate a link or session is for, when it may sign in and has not been deactivated or rejected since the link or session was made. */
+async function currentHolder(db: Db | Tx, programId: string, holder: PortalHolder | undefined): Promise<AffiliateRow | undefined> {
+  if (holder === undefined) return undefined;
+  const affiliate = await findAffiliate(db, programId, { id: holder.affiliate_id });
+  return canSignIn(affiliate) && Number(affiliate.portal_generation) === Number(holder.affiliate_generation) ? affiliate : undefined;
+}
+
 async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRow, purpose: 'email' | 'app', portal: PortalAddress) {
   const token = randomToken(32);
   const now = program.clock();
   const expiresAt = new Date(now.getTime() + (purpose === 'email' ? EMAIL_LINK_MS : APP_LINK_MS)).toISOString();
   const url = `${portal.portalUrl}/login/${token}`;
   await inTransaction(db, async (tx) => {
-    await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, purpose, expires_at: expiresAt, created_at: now.toISOString() });
+    await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, purpose, expires_at: expiresAt, created_at: now.toISOString() });
     if (purpose === 'email') await queueMail(tx, program.id, loginLinkMail(program, { firstName: affiliate.first_name, email: affiliate.email }, url), now.toISOString());
   });
   return { url, expiresAt };
@@ -64,20 +73,17 @@ export async function createPortalLink(db: Db, program: ProgramContext, by: { af
 
 /** Whom a login link would sign in (for its page), without using it; undefined when unusable. */
 export async function loginLinkHolder(db: Db, program: ProgramContext, token: string): Promise<AffiliateRow | undefined> {
-  const affiliateId = await findUsableToken(db, program.id, sha256(token), program.clock().toISOString());
-  const affiliate = affiliateId === undefined ? undefined : await findAffiliate(db, program.id, { id: affiliateId });
-  return canSignIn(affiliate) ? affiliate : undefined;
+  return currentHolder(db, program.id, await findUsableToken(db, program.id, sha256(token), program.clock().toISOString()));
 }
 
 /** Uses a login link and opens a portal session; the session id (the cookie's value), or null when the link is unusable. */
 export async function signInWithLink(db: Db, program: ProgramContext, token: string): Promise<string | null> {
   const now = program.clock();
   return inTransaction(db, async (tx) => {
-    const affiliateId = await consumeToken(tx, program.id, sha256(token), now.toISOString());
-    if (affiliateId === undefined) return null;
-    if (!canSignIn(await findAffiliate(tx, program.id, { id: affiliateId }))) return null;
+    const affiliate = await currentHolder(tx, program.id, await consumeToken(tx, program.id, sha256(token), now.toISOString()));
+    if (affiliate === undefined) return null;
     const sessionId = randomToken(32);
-    await insertPortalSession(tx, { id_hash: sha256(sessionId), program_id: program.id, affiliate_id: affiliateId, created_at: now.toISOString(), expires_at: new Date(now.getTime() + PORTAL_SESSION_MS).toISOString() });
+    await insertPortalSession(tx, { id_hash: sha256(sessionId), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, created_at: now.toISOString(), expires_at: new Date(now.getTime() + PORTAL_SESSION_MS).toISOString() });
     return sessionId;
   });
 }
@@ -85,9 +91,7 @@ export async function signInWithLink(db: Db, program: ProgramContext, token: str
 /** The affiliate a portal session cookie stands for in this program (approved and active), or undefined. */
 export async function portalSessionAffiliate(db: Db, program: ProgramContext, sessionId: string): Promise<AffiliateRow | undefined> {
   if (sessionId.length > 100) return undefined;
-  const affiliateId = await findPortalSession(db, program.id, sha256(sessionId), program.clock().toISOString());
-  const affiliate = affiliateId === undefined ? undefined : await findAffiliate(db, program.id, { id: affiliateId });
-  return canSignIn(affiliate) ? affiliate : undefined;
+  return currentHolder(db, program.id, await findPortalSession(db, program.id, sha256(sessionId), program.clock().toISOString()));
 }
 
 export async function signOut(db: Db, sessionId: string): Promise<void> {
