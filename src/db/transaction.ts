@@ -24,6 +24,14 @@ export function withBeforeCommit<T>(hook: BeforeCommit, fn: () => T): T {
   return beforeCommitHooks.run(hook, fn);
 }
 
+/**
+ * Runs `fn` with no before-commit hook: for one step of work that commits in several
+ * transactions (a payout run's batches), whose answer is stored once it is over.
+ */
+export function withoutBeforeCommit<T>(fn: () => T): T {
+  return beforeCommitHooks.exit(fn);
+}
+
 const afterCommitCallbacks = new WeakMap<Tx, (() => void)[]>();
 
 /**

@@ -106,6 +106,17 @@ export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
     .execute();
 }
 
+/** Who a payout run pays, for the affiliates of one batch (a bounded list of ids). */
+export function findPayees(db: Db | Tx, programId: string, ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db
+    .selectFrom('affiliates')
+    .select(['id', 'first_name', 'last_name', 'email', 'payout_email', 'payment_method'])
+    .where('program_id', '=', programId)
+    .where('id', 'in', ids)
+    .execute();
+}
+
 /**
  * The affiliate to delete, its row locked until the transaction ends (PostgreSQL): a referral,
  * sale, link or code being recorded for it holds a key-share lock, so the delete waits for it

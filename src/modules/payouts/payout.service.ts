@@ -1,19 +1,20 @@
 import type { Db, Tx } from '../../db/transaction.ts';
-import { inTransaction } from '../../db/transaction.ts';
+import { inTransaction, withoutBeforeCommit } from '../../db/transaction.ts';
+import { setImmediate } from 'node:timers/promises';
 import type { PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { recordEvent } from '../events/outbox.ts';
-import { findAffiliate } from '../affiliates/affiliate.repository.ts';
+import { recordEvent, recordEvents } from '../events/outbox.ts';
+import { findAffiliate, findPayees } from '../affiliates/affiliate.repository.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payoutPaidMail } from '../mail/messages.ts';
 import {
   affiliatesOwed,
   assignEntries,
-  insertPayout,
+  insertPayouts,
   listPayouts,
   lockOpenDueEntries,
   lockPayout,
@@ -21,6 +22,7 @@ import {
   markEntriesPaid,
   releaseEntries,
   settlePayout,
+  type OpenEntry,
   type PayoutFilter,
   type PayoutRow,
 } from './payout.repository.ts';
@@ -57,61 +59,88 @@ export function serializePayout(row: PayoutRow): Payout {
   };
 }
 
-/** POST /payouts (and the dashboard's and CLI's run): the payouts made, possibly none. */
+/**
+ * Affiliates paid per transaction of a run. A run commits after each batch and lets other
+ * work in before the next (issue 29: one transaction over 20,000 affiliates held SQLite's only
+ * write lock for minutes); a batch takes tens of milliseconds.
+ */
+export const PAYOUT_BATCH_AFFILIATES = 200;
+
+/**
+ * POST /payouts (and the dashboard's and CLI's run): the payouts made, possibly none. The
+ * affiliates owed are read first; each batch of them is paid in its own transaction, under the
+ * program's payout lock, each affiliate's entries read again under lock (an entry can go into
+ * one payout only, whatever runs or refunds land between batches). An affiliate owed only after
+ * the run started is left for the next run.
+ */
 export async function runPayouts(db: Db, program: ProgramContext, body: RunPayoutsBody): Promise<Payout[]> {
-  return inTransaction(db, async (tx) => {
-    if (body.affiliateId !== undefined && !(await findAffiliate(tx, program.id, { id: body.affiliateId }))) throw notFound('Affiliate');
-    await lockProgramForPayouts(tx, program.id);
-    const now = program.clock().toISOString();
-    const made: Payout[] = [];
-    let entriesTaken = 0;
-    for (const affiliateId of await affiliatesOwed(tx, program.id, now, program.plan.minimumPayout, body.affiliateId)) {
-      const payout = await payAffiliate(tx, program, affiliateId, now);
-      if (!payout) continue;
-      made.push(payout);
-      entriesTaken += payout.entryCount;
-      if (entriesTaken >= MAX_ENTRIES_PER_RUN) break;
-    }
-    return made;
-  });
+  if (body.affiliateId !== undefined && !(await findAffiliate(db, program.id, { id: body.affiliateId }))) throw notFound('Affiliate');
+  const startedAt = program.clock().toISOString();
+  const owed = await affiliatesOwed(db, program.id, startedAt, program.plan.minimumPayout, body.affiliateId);
+  const made: Payout[] = [];
+  for (let start = 0; start < owed.length && countEntries(made) < MAX_ENTRIES_PER_RUN; start += PAYOUT_BATCH_AFFILIATES) {
+    if (start > 0) await setImmediate(); // the requests that arrived meanwhile go first
+    const batch = owed.slice(start, start + PAYOUT_BATCH_AFFILIATES);
+    const entriesLeft = MAX_ENTRIES_PER_RUN - countEntries(made);
+    // A batch's transaction answers nothing: the run's answer is every batch's payouts, stored
+    // for an Idempotency-Key once the run is over (a retry after a crash runs what is left).
+    made.push(...(await withoutBeforeCommit(() => inTransaction(db, (tx) => payBatch(tx, program, batch, entriesLeft)))));
+  }
+  return made;
 }
 
-/** One affiliate's payout of its open due entries, read under lock (a refund may have landed since the sums). */
-async function payAffiliate(tx: Tx, program: ProgramContext, affiliateId: string, now: string): Promise<Payout | null> {
-  const entries = await lockOpenDueEntries(tx, program.id, affiliateId, now);
-  const amount = entries.reduce((sum, entry) => sum + entry.amount, 0);
-  if (amount <= 0 || amount < program.plan.minimumPayout) return null;
-  const affiliate = await findAffiliate(tx, program.id, { id: affiliateId });
-  if (!affiliate) return null;
-  const row: PayoutRow = {
-    id: newId(),
-    program_id: program.id,
-    affiliate_id: affiliateId,
-    first_name: affiliate.first_name,
-    last_name: affiliate.last_name,
-    email: affiliate.email,
-    payout_email: affiliate.payout_email || affiliate.email,
-    payment_method: affiliate.payment_method,
-    amount,
-    currency: program.currency,
-    status: 'pending',
-    entry_count: entries.length,
-    created_at: now,
-    paid_at: null,
-    method: null,
-    reference: null,
-    updated_at: now,
-  };
-  await insertPayout(tx, row);
-  await assignEntries(
-    tx,
-    program.id,
-    row.id,
-    entries.map((entry) => entry.id),
-  );
-  const payout = serializePayout(row);
-  await recordEvent(tx, program.id, 'payout.created', payout, now);
-  return payout;
+const countEntries = (payouts: Payout[]) => payouts.reduce((sum, payout) => sum + payout.entryCount, 0);
+
+/**
+ * The payouts of a batch of affiliates, each of its open due entries read under lock (a refund
+ * may have landed since the run read its sums), in set-wise statements: entries, payees,
+ * payouts, their entries, their events. Stops taking affiliates once `entriesLeft` are taken
+ * (an affiliate's entries are never split).
+ */
+async function payBatch(tx: Tx, program: ProgramContext, affiliateIds: string[], entriesLeft: number): Promise<Payout[]> {
+  await lockProgramForPayouts(tx, program.id);
+  const now = program.clock().toISOString();
+  const entriesOf = new Map<string, OpenEntry[]>();
+  for (const entry of await lockOpenDueEntries(tx, program.id, affiliateIds, now)) {
+    const own = entriesOf.get(entry.affiliateId);
+    if (own) own.push(entry);
+    else entriesOf.set(entry.affiliateId, [entry]);
+  }
+  const payees = new Map((await findPayees(tx, program.id, [...entriesOf.keys()])).map((payee) => [payee.id, payee]));
+  const rows: PayoutRow[] = [];
+  const taken: OpenEntry[] = [];
+  for (const affiliateId of affiliateIds) {
+    if (taken.length >= entriesLeft) break;
+    const entries = entriesOf.get(affiliateId) ?? [];
+    const amount = entries.reduce((sum, entry) => sum + entry.amount, 0);
+    const payee = payees.get(affiliateId);
+    if (amount <= 0 || amount < program.plan.minimumPayout || !payee) continue;
+    rows.push({
+      id: newId(),
+      program_id: program.id,
+      affiliate_id: affiliateId,
+      first_name: payee.first_name,
+      last_name: payee.last_name,
+      email: payee.email,
+      payout_email: payee.payout_email || payee.email,
+      payment_method: payee.payment_method,
+      amount,
+      currency: program.currency,
+      status: 'pending',
+      entry_count: entries.length,
+      created_at: now,
+      paid_at: null,
+      method: null,
+      reference: null,
+      updated_at: now,
+    });
+    taken.push(...entries);
+  }
+  await insertPayouts(tx, rows);
+  await assignEntries(tx, new Map(rows.map((row) => [row.affiliate_id, row.id])), taken);
+  const payouts = rows.map(serializePayout);
+  await recordEvents(tx, program.id, 'payout.created', payouts, now);
+  return payouts;
 }
 
 export function getPayoutPage(db: Db, program: ProgramContext, filter: PayoutFilter, page: PageRequest): Promise<PayoutRow[]> {
