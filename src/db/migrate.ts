@@ -18,6 +18,7 @@ import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
 import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
 import * as passwordResets from './migrations/2026-11-27T0100-password-resets.ts';
 import * as partialIndexes from './migrations/2026-11-28T0100-partial-indexes.ts';
+import * as webhookAfterSequence from './migrations/2026-11-28T0210-webhook-after-sequence.ts';
 import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.ts';
 import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-access-generation.ts';
 
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0500-billing-stripe': billingStripe,
   '2026-11-27T0100-password-resets': passwordResets,
   '2026-11-28T0100-partial-indexes': partialIndexes,
+  '2026-11-28T0210-webhook-after-sequence': webhookAfterSequence,
   '2026-11-29T0300-billing-disputes': billingDisputes,
   '2026-11-30T0100-portal-access-generation': portalAccessGeneration,
 };

@@ -414,6 +414,8 @@ export interface WebhooksTable {
   /** Start of the current run of failed attempts; null after a success. */
   failing_since: Timestamp | null;
   disabled_at: Timestamp | null;
+  /** The last event number when it was made: it gets the events numbered after (never decided by an event's reported time). */
+  after_sequence: Generated<Counter>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -10,7 +10,8 @@ import { nextRound } from './round-robin.ts';
 // endpoints catch up. So one request can no longer create hundreds of thousands of rows at
 // once, and no program's burst delays another's deliveries.
 //
-// Subscriptions made after the event are skipped; disabled ones still get theirs, held until the
+// A subscription gets the events numbered after it was made (after_sequence), whatever time
+// they report; disabled ones still get theirs, held until the
 // endpoint is re-enabled (up to MAX_HELD_PER_ENDPOINT), so re-enabling delivers what it missed. `webhook.test` goes only where
 // it is sent. Subscriptions store their types as a JSON array, so `"type"` with its quotes
 // matches whole names.
@@ -140,7 +141,7 @@ async function fanOutProgram(db: Db, programId: string, limits: FanOutLimits, no
       from events e join webhooks w on w.program_id = e.program_id
       where e.program_id = ${programId} and e.sequence > ${from} and e.sequence <= ${upTo}
         and e.type <> 'webhook.test'
-        and w.created_at <= e.created_at
+        and e.sequence > w.after_sequence
         and (w.events = '["*"]' or w.events like '%"' || e.type || '"%')
         ${skipFull}
       order by e.sequence, w.id

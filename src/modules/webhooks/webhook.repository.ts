@@ -9,8 +9,16 @@ import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 
 export type WebhookRow = Selectable<WebhooksTable>;
 
-export function insertWebhook(db: Db, row: Insertable<WebhooksTable>) {
-  return db.insertInto('webhooks').values(row).execute();
+/**
+ * A new subscription, starting after the last event numbered now (`after_sequence`): it gets
+ * the events written from here on, whatever time they report. (PostgreSQL numbers events just
+ * after they commit, so one committed a moment before may be numbered after and go to it too.)
+ */
+export function insertWebhook(db: Db, row: Omit<Insertable<WebhooksTable>, 'after_sequence'>) {
+  return db
+    .insertInto('webhooks')
+    .values({ ...row, after_sequence: sql<number>`(select last_sequence from outbox_state where id = 1)` })
+    .execute();
 }
 
 /** Serialises the program's subscribes until the transaction ends (PostgreSQL; SQLite has one writer). */
