@@ -162,7 +162,14 @@ export function supportIdempotencyKeys(scope: FastifyInstance, db: Db, leaseMs: 
     const programId = request.auth.program.id;
     const beforeCommit = async (tx: Tx, result: unknown) => {
       reply.code(successStatus(reply));
-      const body = String(reply.serialize(result));
+      let body: string;
+      try {
+        body = String(reply.serialize(result));
+      } catch {
+        // This transaction's result is not the route's answer (a step of larger work): the
+        // answer is stored when it is sent (onSend, below).
+        return;
+      }
       state.stored = body;
       await storeResponse(tx, programId, state.key, reply.statusCode, JSON_TYPE, storedForm(body, request.routeOptions.config.idempotencyOmits));
     };

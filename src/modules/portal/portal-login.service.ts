@@ -44,11 +44,12 @@ async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRo
   const now = program.clock();
   const expiresAt = new Date(now.getTime() + (purpose === 'email' ? EMAIL_LINK_MS : APP_LINK_MS)).toISOString();
   const url = `${portal.portalUrl}/login/${token}`;
-  await inTransaction(db, async (tx) => {
+  // The transaction's result is the answer (an Idempotency-Key stores it with the link).
+  return inTransaction(db, async (tx) => {
     await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, purpose, expires_at: expiresAt, created_at: now.toISOString() });
     if (purpose === 'email') await queueMail(tx, program.id, loginLinkMail(program, { firstName: affiliate.first_name, email: affiliate.email }, url), now.toISOString());
+    return { url, expiresAt };
   });
-  return { url, expiresAt };
 }
 
 /**
