@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,6 +43,8 @@ export interface ServerProcessOptions {
   env?: Record<string, string>;
   /** How long to wait for GET /healthz to answer 200. */
   startTimeoutMs?: number;
+  /** The port to try first (tests of this helper); a free one otherwise. */
+  port?: number;
 }
 
 /** A port that was free a moment ago: listen on port 0, read it, close. */
@@ -68,6 +71,45 @@ function childEnv(databaseUrl: string, extra: Record<string, string> = {}): Node
     SITE_URL: 'http://tandem.test',
     ...extra,
   };
+}
+
+/**
+ * True when process `pid` holds the socket listening on 127.0.0.1:`port` (Linux: /proc/net/tcp
+ * names the listening socket's inode, /proc/<pid>/fd the process's sockets). A /healthz answer
+ * on the port alone could come from another test's server that took the port first, while our
+ * child is still failing to bind it (issue 22's CI flake: a token "unknown or revoked").
+ */
+export function listensOn(pid: number, port: number): boolean {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is ADDR:PORT in hex; state 0A is LISTEN; field 9 is the inode.
+      if (fields.length > 9 && fields[1]!.endsWith(`:${hexPort}`) && fields[3] === '0A') inodes.add(fields[9]!);
+    }
+  }
+  if (inodes.size === 0) return false;
+  let fds: string[] = [];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false;
+  }
+  return fds.some((fd) => {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      return target.startsWith('socket:[') && inodes.has(target.slice('socket:['.length, -1));
+    } catch {
+      return false;
+    }
+  });
 }
 
 async function healthy(url: string): Promise<boolean> {
@@ -133,18 +175,19 @@ async function startOnce(options: ServerProcessOptions, port: number): Promise<S
       if (/EADDRINUSE|port already in use/.test(output)) return 'port-taken';
       throw new Error(`tandem serve exited (${exit.code ?? exit.signal}) before it was healthy:\n${output}`);
     }
-    if (await healthy(url)) return server;
+    // Healthy, and the server that answered is our child (not another one on a port it took first).
+    if ((await healthy(url)) && listensOn(child.pid!, port)) return server;
     await sleep(100);
   }
   await server.kill();
   throw new Error(`tandem serve did not answer GET /healthz within ${options.startTimeoutMs ?? 30_000} ms:\n${output}`);
 }
 
-/** Spawns `bin/tandem serve` on a free port and waits until GET /healthz is 200. */
+/** Spawns `bin/tandem serve` on a free port and waits until GET /healthz is 200 from it. */
 export async function startServerProcess(options: ServerProcessOptions): Promise<ServerProcess> {
   // The port is free when picked but another process may take it before the child binds it.
   for (let attempt = 0; attempt < 5; attempt++) {
-    const started = await startOnce(options, await freePort());
+    const started = await startOnce(options, attempt === 0 && options.port !== undefined ? options.port : await freePort());
     if (started !== 'port-taken') return started;
   }
   throw new Error('could not find a free port for tandem serve');
