@@ -177,6 +177,22 @@ export function csrfToken(binding: CsrfBinding): string {
   return hmac(binding.csrfSecret, 'csrf');
 }
 
+/**
+ * The binding of a signed-in affiliate's portal forms: derived from the portal session's id (the
+ * cookie's secret value) under the instance key, so a token works only with the session it was
+ * shown in — not in another affiliate's, nor once that session has ended.
+ */
+export function portalSessionBinding(key: Buffer, portalSessionId: string): CsrfBinding {
+  return { csrfSecret: hmac(key, `portal-session-csrf:${portalSessionId}`) };
+}
+
+/** The token a form sent (`_csrf`; a repeated field's first value). */
+export function submittedCsrfToken(request: FastifyRequest): unknown {
+  const body = request.body as Record<string, unknown> | undefined;
+  const token = body && typeof body === 'object' ? body._csrf : undefined;
+  return Array.isArray(token) ? token[0] : token;
+}
+
 /** The one CSRF check, for sessions and anonymous visitors alike: constant time, nothing written. */
 export function isValidCsrf(binding: CsrfBinding | null, token: unknown): boolean {
   return binding !== null && typeof token === 'string' && sameText(token, csrfToken(binding));
@@ -205,9 +221,7 @@ export function rejectForgery(request: FastifyRequest, reply: FastifyReply): Fas
 export function requireCsrfOnUnsafeMethods(scope: FastifyInstance): void {
   scope.addHook('preHandler', async (request, reply) => {
     if (SAFE_METHODS.has(request.method) || request.routeOptions.config.csrf !== undefined) return;
-    const body = request.body as Record<string, unknown> | undefined;
-    const token = body && typeof body === 'object' ? body._csrf : undefined;
-    if (!isValidCsrf(csrfBindingOf(request), Array.isArray(token) ? token[0] : token)) return rejectForgery(request, reply);
+    if (!isValidCsrf(csrfBindingOf(request), submittedCsrfToken(request))) return rejectForgery(request, reply);
   });
 }
 

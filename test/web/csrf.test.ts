@@ -22,6 +22,10 @@ const OPTED_OUT: Record<string, 'in-handler' | 'exempt'> = {
   '/connect/:integration/programs': 'in-handler', // the logged-out user is sent to log in first
   '/connect/:integration/authorize': 'in-handler',
   '/api/:integration/token': 'exempt', // called by the tool's server, not a browser form
+  // A signed-in affiliate's forms: the token must be bound to the portal session (test/web/portal-security.test.ts).
+  '/portal/:slug/logout': 'in-handler',
+  '/portal/:slug/payout-email': 'in-handler',
+  '/portal/:slug/links': 'in-handler',
 };
 
 function sourceFiles(dir: string): string[] {

@@ -1,5 +1,6 @@
 // What an outside attack found in the affiliate portal (issue 29): access that a deactivation
-// or rejection ended stays ended (item 12).
+// or rejection ended stays ended (item 12); a portal form's token works only with the portal
+// session it was shown in, and a changed payout e-mail is told to the old address (item 11).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
@@ -96,5 +97,67 @@ describe('a deactivation or rejection ends portal access for good (item 12)', ()
     const jane = await signIn(await loginLinkFor(slug, affiliate.email));
     assert.equal((await api.put('/affiliates', { id: affiliate.id, firstName: 'Janet', status: 'active' })).status, 200);
     assert.equal((await jane.get(`/portal/${slug}/me.json`)).status, 200);
+  });
+});
+
+describe("portal forms are bound to the portal session; a payout e-mail change is told to the old address (item 11)", () => {
+  it("refuses a token from another affiliate's session, or from a session that ended, and changes nothing", async () => {
+    const { api, slug, affiliate: jane } = await programWithAffiliate('Bound Outdoor');
+    const omar = (await api.post('/affiliates', { firstName: 'Omar', lastName: 'Haddad', email: uniqueEmail('omar') })).body;
+    const janeBrowser = await signIn(await loginLinkFor(slug, jane.email));
+    const omarBrowser = await signIn(await loginLinkFor(slug, omar.email));
+    const janeToken = csrfOf((await janeBrowser.get(`/portal/${slug}/home`)).text);
+    const payoutOf = async (id: string) => (await api.get(`/affiliates?id=${id}`)).body.payoutEmail;
+
+    // Jane's token (and every cookie of her browser but the portal session) in Omar's session.
+    for (const name of ['tandem_anon', 'tandem_session']) {
+      const value = janeBrowser.cookie(name);
+      if (value !== undefined) omarBrowser.setCookie(name, value);
+    }
+    const crossed = await omarBrowser.post(`/portal/${slug}/payout-email`, { _csrf: janeToken, payoutEmail: 'thief@example.com' });
+    assert.equal(crossed.status, 403, 'a token of another session');
+    assert.equal(await payoutOf(omar.id), omar.payoutEmail, 'nothing changed');
+    assert.equal((await omarBrowser.post(`/portal/${slug}/logout`, { _csrf: janeToken })).status, 403, 'nor signs out');
+    assert.equal((await omarBrowser.get(`/portal/${slug}/me.json`)).status, 200);
+
+    // Jane signs out and in again in the same browser: the old session's token no longer works.
+    assert.equal((await janeBrowser.post(`/portal/${slug}/logout`, { _csrf: janeToken })).status, 303);
+    assert.equal((await janeBrowser.post(`/portal/${slug}/payout-email`, { _csrf: janeToken, payoutEmail: 'thief@example.com' })).status, 403, 'signed out');
+    await signIn(await loginLinkFor(slug, jane.email), janeBrowser);
+    assert.equal((await janeBrowser.post(`/portal/${slug}/payout-email`, { _csrf: janeToken, payoutEmail: 'thief@example.com' })).status, 403, 'a token of the ended session');
+    assert.equal(await payoutOf(jane.id), jane.payoutEmail, 'nothing changed');
+    const fresh = csrfOf((await janeBrowser.get(`/portal/${slug}/home`)).text);
+    assert.notEqual(fresh, janeToken);
+    assert.equal((await janeBrowser.post(`/portal/${slug}/payout-email`, { _csrf: fresh, payoutEmail: uniqueEmail('jane-pays') })).status, 303, "the session's own token works");
+  });
+
+  it('e-mails the old payout address, through the outbox in the change\'s transaction, whoever changes it', async () => {
+    const { api, programId, slug, affiliate: jane } = await programWithAffiliate('Told Outdoor');
+    const browser = await signIn(await loginLinkFor(slug, jane.email));
+    const home = await browser.get(`/portal/${slug}/home`);
+    const first = uniqueEmail('jane-pays');
+    const before = smtp.received.length;
+    assert.equal((await browser.post(`/portal/${slug}/payout-email`, { _csrf: csrfOf(home.text), payoutEmail: first })).status, 303);
+    const told = await smtp.waitFor((m) => smtp.received.indexOf(m) >= before && m.subject === 'Your payout e-mail for Told Outdoor was changed', 'the change notice');
+    assert.deepEqual(told.to, [jane.email], 'sent to the old address (her e-mail: the payout e-mail until now)');
+    assert.match(told.text, new RegExp(`changed from ${jane.email.replace(/[.+]/g, '\\$&')} to ${first.replace(/[.+]/g, '\\$&')}`));
+    assert.match(told.text, /If you did not, sign in/);
+
+    // Changed by the merchant: told at the address it replaces, never at the new one.
+    const second = uniqueEmail('jane-new');
+    assert.equal((await api.put('/affiliates', { id: jane.id, payoutEmail: second })).status, 200);
+    const again = await smtp.waitFor((m) => m.subject === 'Your payout e-mail for Told Outdoor was changed' && m.to.includes(first), 'the second notice');
+    assert.match(again.text, new RegExp(second.replace(/[.+]/g, '\\$&')));
+
+    const notices = () => rawDb(t).selectFrom('mail_outbox').select(['to_address']).where('kind', '=', 'payout_email_changed').where('program_id', '=', programId).execute();
+    const queued = async () => (await notices()).length;
+    assert.equal(await queued(), 2);
+    assert.equal((await api.put('/affiliates', { id: jane.id, payoutEmail: second })).status, 200);
+    assert.equal(await queued(), 2, 'the same address again: nothing to tell');
+    // A change that rolls back (its link is taken) tells nobody.
+    const other = (await api.post('/affiliates', { firstName: 'Omar', lastName: 'Haddad', email: uniqueEmail('omar'), affiliateLink: `taken-${Date.now()}` })).body;
+    assert.equal((await api.put('/affiliates', { id: jane.id, payoutEmail: uniqueEmail('rolled-back'), affiliateLink: other.link })).status, 409);
+    assert.equal(await queued(), 2, 'nothing queued by a change that did not commit');
+    assert.ok((await notices()).every((n) => n.to_address !== second), 'never to the new address');
   });
 });

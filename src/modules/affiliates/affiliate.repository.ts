@@ -4,7 +4,7 @@ import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledQuery } from '../../db/compiled-query.ts';
-import { lockedOnPostgres } from '../../db/dialect.ts';
+import { dialectOf, lockedOnPostgres } from '../../db/dialect.ts';
 import type { ColumnSet } from '../../db/joined-rows.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
@@ -115,6 +115,16 @@ export function findPayees(db: Db | Tx, programId: string, ids: string[]) {
     .where('program_id', '=', programId)
     .where('id', 'in', ids)
     .execute();
+}
+
+/**
+ * One affiliate, its row locked until the transaction ends (PostgreSQL: FOR NO KEY UPDATE, which
+ * waits for another change of the row but not for a referral, sale or link being recorded for
+ * it; SQLite runs one writer at a time): for a change that reads the row before it writes.
+ */
+export function lockAffiliate(tx: Tx, programId: string, id: string): Promise<AffiliateRow | undefined> {
+  const q = selectAffiliates(tx, programId).where('a.id', '=', id);
+  return (dialectOf(tx) === 'postgres' ? q.forNoKeyUpdate('a') : q).executeTakeFirst();
 }
 
 /**

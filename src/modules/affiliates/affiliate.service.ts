@@ -13,7 +13,7 @@ import { generateLinkString } from '../../domain/link-strings.ts';
 import { findLink, insertLink, newLinkRow, renameLink } from './link.repository.ts';
 import { fullUrlsFor, getLink, serializeLink } from './link.service.ts';
 import { queueMail } from '../mail/mail.service.ts';
-import { approvedMail } from '../mail/messages.ts';
+import { approvedMail, payoutEmailChangedMail } from '../mail/messages.ts';
 import type { SaleCredit } from '../ledger/ledger.repository.ts';
 import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 // The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
@@ -26,6 +26,7 @@ import {
   findAffiliateNames,
   insertAffiliate,
   listAffiliates,
+  lockAffiliate,
   pendingAffiliates,
   countFilteredAffiliates,
   type AffiliateListFilter,
@@ -153,8 +154,6 @@ export function countAffiliatesMatching(db: Db, program: ProgramContext, filter:
  * dashboard's edit form and PUT /affiliates; deactivating is status "inactive").
  */
 export async function updateAffiliate(db: Db, program: ProgramContext, id: string, body: UpdateAffiliateBody): Promise<Affiliate> {
-  const current = await findAffiliate(db, program.id, { id });
-  if (!current) throw notFound('Affiliate');
   const changes: Partial<Omit<AffiliateRow, 'link' | 'primary_link_id'>> = {};
   if (body.firstName !== undefined) changes.first_name = body.firstName.trim();
   if (body.lastName !== undefined) changes.last_name = body.lastName.trim();
@@ -178,9 +177,14 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
   // A deactivation or rejection ends the affiliate's portal sessions and login links for good:
   // reactivating or approving them again later brings none of them back.
   const endPortalAccess = changes.status === 'inactive' || changes.approval === 'rejected';
-  const newLink = body.affiliateLink !== undefined && body.affiliateLink !== current.link ? body.affiliateLink : undefined;
+  let newLink: string | undefined;
   try {
     return await inTransaction(db, async (tx) => {
+      // Read under the row's lock: what changes (the old payout e-mail told below, the event's
+      // affiliate) is what this change replaced, whatever runs beside it.
+      const current = await lockAffiliate(tx, program.id, id);
+      if (!current) throw notFound('Affiliate');
+      newLink = body.affiliateLink !== undefined && body.affiliateLink !== current.link ? body.affiliateLink : undefined;
       await updateAffiliateRow(tx, program.id, id, changes, { endPortalAccess });
       if (newLink !== undefined && current.primary_link_id !== null) {
         await renameLink(tx, current.primary_link_id, newLink, now);
@@ -190,6 +194,10 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
       await recordEvent(tx, program.id, 'affiliate.updated', updated, now);
       if (current.approval === 'pending' && changes.approval === 'approved' && updated.link) {
         await queueMail(tx, program.id, approvedMail(program, updated, fullUrlsFor(program, updated.link)[0]!.fullUrl), now);
+      }
+      // Told at the old address, in this transaction: sent only if the change commits.
+      if (changes.payout_email !== undefined && changes.payout_email !== current.payout_email) {
+        await queueMail(tx, program.id, payoutEmailChangedMail(program, updated, { from: current.payout_email, to: changes.payout_email }), now);
       }
       return updated;
     });

@@ -5,7 +5,7 @@ import { minorUnitDigits } from '../../domain/money.ts';
 // (names, program names) is escaped in the HTML; the text part is the message itself.
 
 export interface OutgoingMail {
-  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link' | 'password_reset';
+  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link' | 'password_reset' | 'payout_email_changed';
   to: string;
   subject: string;
   text: string;
@@ -88,6 +88,23 @@ export function loginLinkMail(program: ProgramContext, affiliate: NewAffiliate, 
       `Open this link to sign in to ${program.name}'s affiliate portal. It works once, for 15 minutes:`,
       url,
       'If you did not ask for it, ignore this e-mail: nobody can sign in without the link.',
+    ]),
+  };
+}
+
+/**
+ * To the address payouts went to until now, when it changes: if someone else changed it (a
+ * stolen portal session, a mistake), the affiliate hears of it before the next payout.
+ */
+export function payoutEmailChangedMail(program: ProgramContext, affiliate: { firstName: string }, change: { from: string; to: string }): OutgoingMail {
+  return {
+    kind: 'payout_email_changed',
+    to: change.from,
+    subject: `Your payout e-mail for ${program.name} was changed`,
+    ...compose([
+      `Hello ${affiliate.firstName},`,
+      `The e-mail address where ${program.name} sends your affiliate payouts was changed from ${change.from} to ${change.to}. Payouts go to the new address from now on.`,
+      `If you made this change, there is nothing to do. If you did not, sign in to ${program.name}'s affiliate portal, set your payout e-mail back, and tell ${program.name} at once.`,
     ]),
   };
 }

@@ -14,7 +14,7 @@ import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modu
 import { throttlePortalLogin, throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import { cookieOptions, ensureCsrfBinding } from '../session.ts';
+import { cookieOptions, ensureCsrfBinding, isValidCsrf, portalSessionBinding, rejectForgery, submittedCsrfToken, type CsrfBinding } from '../session.ts';
 import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
@@ -32,7 +32,9 @@ import { checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, 
 //   cookie is its own, scoped to /portal/{slug}: a merchant's session never opens it, and it
 //   opens no other program's portal.
 // - What a signed-in affiliate sees: its figures (the same as the API's and the ledger's), its
-//   links, codes and payouts; me.json gives the same as JSON.
+//   links, codes and payouts; me.json gives the same as JSON. Its forms' CSRF tokens are bound
+//   to its portal session (portalSessionBinding): a token shown to one session works in no
+//   other, and not after signing out.
 
 const PORTAL_COOKIE = 'tandem_portal';
 /** Links an affiliate may have when adding their own in the portal. */
@@ -131,6 +133,9 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
 
   const portalCookie = (program: ProgramRow) => ({ ...cookieOptions(services.config), path: `/portal/${program.portal_slug}` });
 
+  /** What a signed-in affiliate's form tokens are bound to: its portal session. */
+  const portalFormBinding = (sessionId: string): CsrfBinding => portalSessionBinding(app.csrfKey, sessionId);
+
   function loginPage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, sentTo?: string, status = 200) {
     const body = html`<div class="card narrow">
       <h1>Sign in to ${program.name}'s affiliate portal</h1>
@@ -197,11 +202,15 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     return reply.redirect(`/portal/${program.portal_slug}/home`, 303);
   });
 
-  app.post('/portal/:slug/logout', async (request, reply) => {
+  // A session that still works ends only with its own form's token; without one there is nothing to end.
+  app.post('/portal/:slug/logout', { config: { csrf: 'in-handler' } }, async (request, reply) => {
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
     const sessionId = request.cookies[PORTAL_COOKIE];
-    if (sessionId) await signOut(db, sessionId);
+    if (sessionId && (await signedIn(request, program))) {
+      if (!isValidCsrf(portalFormBinding(sessionId), submittedCsrfToken(request))) return rejectForgery(request, reply);
+      await signOut(db, sessionId);
+    }
     reply.clearCookie(PORTAL_COOKIE, portalCookie(program));
     return reply.redirect(`/portal/${program.portal_slug}/login`, 303);
   });
@@ -216,7 +225,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
 
   const HOME_DONE: Record<string, string> = { 'payout-email': 'Payout e-mail saved.', 'link-created': 'Link added.' };
 
-  async function homePage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, affiliate: AffiliateRow, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }) {
+  async function homePage(request: FastifyRequest, reply: FastifyReply, { program, affiliate, csrf }: SignedIn, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }) {
     const view = await getPortalView(db, toProgramContext(program, clock), affiliate);
     const done = HOME_DONE[readQuery(request).done ?? ''];
     const flash = failed ? { kind: 'error' as const, text: 'Nothing was saved: check the form below.' } : done ? { kind: 'ok' as const, text: done } : undefined;
@@ -224,30 +233,47 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       .code(failed?.errors.status ?? 200)
       .type('text/html; charset=utf-8')
       .header('cache-control', 'no-store')
-      .send(portalPage(program, 'Your figures', homeBody(request, reply, program, view, failed), flash));
+      .send(portalPage(program, 'Your figures', homeBody(program, view, csrf, failed), flash));
   }
 
-  /** The signed-in affiliate of this portal, or a redirect to its login. */
-  async function requireAffiliate(request: FastifyRequest, reply: FastifyReply): Promise<{ program: ProgramRow; affiliate: AffiliateRow } | null> {
+  interface SignedIn {
+    program: ProgramRow;
+    affiliate: AffiliateRow;
+    /** The binding of this session's form tokens. */
+    csrf: CsrfBinding;
+  }
+
+  /**
+   * The signed-in affiliate of this portal, or a redirect to its login (GET). A form (POST) must
+   * carry the token of this very portal session: without a session, or with a token shown to
+   * another session, it is refused (403) and nothing changes.
+   */
+  async function requireAffiliate(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | null> {
     const program = await programOf(request);
     if (!program) {
       await reply.callNotFound();
       return null;
     }
-    const affiliate = await signedIn(request, program);
-    if (!affiliate) {
-      await reply.redirect(`/portal/${program.portal_slug}/login`, request.method === 'GET' ? 302 : 303);
+    const sessionId = request.cookies[PORTAL_COOKIE];
+    const affiliate = sessionId ? await signedIn(request, program) : undefined;
+    const csrf = affiliate && sessionId ? portalFormBinding(sessionId) : null;
+    if (request.method !== 'GET' && !isValidCsrf(csrf, submittedCsrfToken(request))) {
+      await rejectForgery(request, reply);
       return null;
     }
-    return { program, affiliate };
+    if (!affiliate || !csrf) {
+      await reply.redirect(`/portal/${program.portal_slug}/login`, 302);
+      return null;
+    }
+    return { program, affiliate, csrf };
   }
 
   app.get('/portal/:slug/home', async (request, reply) => {
     const found = await requireAffiliate(request, reply);
-    return found ? homePage(request, reply, found.program, found.affiliate) : reply;
+    return found ? homePage(request, reply, found) : reply;
   });
 
-  app.post('/portal/:slug/payout-email', async (request, reply) => {
+  app.post('/portal/:slug/payout-email', { config: { csrf: 'in-handler' } }, async (request, reply) => {
     const found = await requireAffiliate(request, reply);
     if (!found) return reply;
     const form = readForm(request);
@@ -257,11 +283,11 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       await updateAffiliate(db, toProgramContext(found.program, clock), found.affiliate.id, body);
       return reply.redirect(`/portal/${found.program.portal_slug}/home?done=payout-email`, 303);
     } catch (error) {
-      return homePage(request, reply, found.program, found.affiliate, { form: 'payout', values: form, errors: formErrorsOf(error) });
+      return homePage(request, reply, found, { form: 'payout', values: form, errors: formErrorsOf(error) });
     }
   });
 
-  app.post('/portal/:slug/links', async (request, reply) => {
+  app.post('/portal/:slug/links', { config: { csrf: 'in-handler' } }, async (request, reply) => {
     const found = await requireAffiliate(request, reply);
     if (!found) return reply;
     const { program, affiliate } = found;
@@ -277,18 +303,18 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       await createLink(db, context, body);
       return reply.redirect(`/portal/${program.portal_slug}/home?done=link-created`, 303);
     } catch (error) {
-      return homePage(request, reply, program, affiliate, { form: 'link', values: form, errors: formErrorsOf(error) });
+      return homePage(request, reply, found, { form: 'link', values: form, errors: formErrorsOf(error) });
     }
   });
 
-  function homeBody(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, view: PortalView, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }): SafeHtml {
-    const csrf = csrfField(ensureCsrfBinding(services, request, reply));
+  function homeBody(program: ProgramRow, view: PortalView, binding: CsrfBinding, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }): SafeHtml {
+    const csrf = csrfField(binding);
     const payoutErrors = failed?.form === 'payout' ? failed.errors : noErrors;
     const linkErrors = failed?.form === 'link' ? failed.errors : noErrors;
     const money = (amount: number) => formatAmount(amount, program.currency);
     return html`
       <div class="page-head"><h1>Hello ${view.affiliate.firstName}</h1>
-        <form method="post" action="/portal/${program.portal_slug}/logout" class="inline">${csrfField(ensureCsrfBinding(services, request, reply))}<button type="submit" class="secondary small">Sign out</button></form>
+        <form method="post" action="/portal/${program.portal_slug}/logout" class="inline">${csrf}<button type="submit" class="secondary small">Sign out</button></form>
       </div>
       <section class="card" aria-labelledby="figures"><h2 id="figures">Your figures</h2>
         <dl class="details">
