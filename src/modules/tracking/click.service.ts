@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { toIso, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
-import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
+import { ApiError, notFound } from '../../domain/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { findLink } from '../affiliates/link.repository.ts';
@@ -52,21 +52,57 @@ function isBot(userAgent: string | undefined): boolean {
   return BOT.test(userAgent?.trim() ?? '');
 }
 
-/** The longest landing URL stored, in characters of its canonical form. */
+/** The longest landing URL stored, in characters of its canonical form; a longer one is stored cut to it. */
 export const LANDING_URL_MAX = 2000;
 
 /**
- * The landing URL as stored: parsed, without its fragment or credentials, serialised (so
- * percent-encoded). 422 when that form is longer than LANDING_URL_MAX, which encoding can make
- * a URL sent within the limit: the stored value never exceeds it.
+ * The landing URL canonical: parsed, without its fragment or credentials, serialised (so
+ * percent-encoded, and ASCII). It may be longer than LANDING_URL_MAX (encoding makes a URL
+ * longer than sent): the referral parameter is read from it whole, and storedLandingUrl cuts
+ * what is stored.
  */
 export function canonicalLandingUrl(url: URL): string {
   const canonical = new URL(url.href);
   canonical.hash = '';
   canonical.username = '';
   canonical.password = '';
-  if (canonical.href.length > LANDING_URL_MAX) throw invalidField('#/url', `must be at most ${LANDING_URL_MAX} characters once percent-encoded (${canonical.href.length})`);
   return canonical.href;
+}
+
+/** How many characters at the end of text are part of a UTF-8 character written as escapes but missing some (`%C3` without its `%A9`: 3); 0 when none. */
+function partialEscapedCharacterLength(text: string): number {
+  const escapes = /(?:%[0-9A-Fa-f]{2})+$/.exec(text)?.[0] ?? '';
+  const bytes = escapes.split('%').slice(1).map((hex) => Number.parseInt(hex, 16));
+  let lead = bytes.length - 1;
+  while (lead >= 0 && (bytes[lead]! & 0xc0) === 0x80) lead--;
+  if (lead < 0) return 0;
+  const byte = bytes[lead]!;
+  const continuations = byte >= 0xf0 ? 3 : byte >= 0xe0 ? 2 : byte >= 0xc0 ? 1 : 0;
+  // Escapes of the character begun at `lead` that are missing: drop what is there of it.
+  return continuations > bytes.length - 1 - lead ? (bytes.length - lead) * 3 : 0;
+}
+
+/**
+ * The landing URL as stored with a click: the canonical form, cut to LANDING_URL_MAX characters
+ * when longer. The cut never splits a percent-escape, a character written as several escapes
+ * or a surrogate pair, and what is kept is itself canonical (a cut that would end in a `/.`
+ * segment, which parsing removes, is moved back), so the stored value reads back unchanged.
+ */
+export function storedLandingUrl(canonical: string): string {
+  if (canonical.length <= LANDING_URL_MAX) return canonical;
+  for (let end = LANDING_URL_MAX; end > 0; end--) {
+    let cut = canonical.slice(0, end);
+    if (/[\uD800-\uDBFF]$/.test(cut)) continue;
+    if (/%[0-9A-Fa-f]?$/.test(cut)) continue;
+    const partial = partialEscapedCharacterLength(cut);
+    if (partial > 0) cut = cut.slice(0, -partial);
+    try {
+      if (new URL(cut).href === cut) return cut;
+    } catch {
+      // Not a URL once cut (never past the origin, which is far shorter): try a shorter cut.
+    }
+  }
+  throw new Error('a landing URL has no canonical prefix within the limit');
 }
 
 /**
@@ -87,7 +123,7 @@ export interface ClickCounting {
 
 export interface ClickInput {
   program: ProgramRow;
-  /** The landing page's URL, canonical (canonicalLandingUrl), with the referral parameter. */
+  /** The landing page's URL, canonical (canonicalLandingUrl) and whole, with the referral parameter; stored cut (storedLandingUrl). */
   url: string;
   /** The client's address as limits count it (addressKey: an IPv6 address by its /64). */
   address: string;
@@ -133,7 +169,7 @@ export async function recordClick(db: Db, clock: Clock, counting: ClickCounting,
       const day = now.toISOString().slice(0, 10);
       const click = { id: newId(), program_id: program.id, affiliate_id: affiliate.id, link_id: link.id, day };
       const visitor = visitorKey(counting.visitorSecret, day, program.id, input.address, input.userAgent);
-      if (!(await insertClickOnce(tx, { ...click, visitor_key: visitor, landing_url: input.url, created_at: now.toISOString() }))) return answer(link.link, false);
+      if (!(await insertClickOnce(tx, { ...click, visitor_key: visitor, landing_url: storedLandingUrl(input.url), created_at: now.toISOString() }))) return answer(link.link, false);
       await addClickToCounters(tx, click);
       // Counted last, so the program's counter row stays locked only until this commit; over
       // the ceiling, the whole click rolls back (the counter's increment with it).

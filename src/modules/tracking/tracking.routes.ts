@@ -10,7 +10,7 @@ import { isUuid } from '../../domain/ids.ts';
 import { instanceKey } from '../../db/instance-keys.ts';
 import { countAttempt, type AttemptLimit } from '../throttling/attempt-counter.ts';
 import { getProgram, type ProgramRow } from '../programs/program.service.ts';
-import { canonicalLandingUrl, originBelongsTo, originRefused, recordClick, type ClickCounting } from './click.service.ts';
+import { canonicalLandingUrl, LANDING_URL_MAX, originBelongsTo, originRefused, recordClick, type ClickCounting } from './click.service.ts';
 import { ASSETS_DIR } from '../../paths.ts';
 
 // The public side of click tracking: the script merchants add to their site, and the endpoint
@@ -23,7 +23,7 @@ const TRACKER = readFileSync(new URL('tracker.js', ASSETS_DIR), 'utf8');
 
 const ClickQuery = Type.Object({ programId: Uuid });
 const ClickBody = Type.Object({
-  url: Type.String({ minLength: 1, maxLength: 2000, description: 'the landing page, with the referral parameter' }),
+  url: Type.String({ minLength: 1, maxLength: 8000, description: `the landing page, with the referral parameter; stored canonical and cut to ${LANDING_URL_MAX} characters` }),
   visitorId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{8,64}$', description: 'ignored (sent by earlier versions of the script): the server tells visitors apart' })),
 });
 const ClickAnswerSchema = Type.Object({
