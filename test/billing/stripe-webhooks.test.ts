@@ -426,6 +426,83 @@ describe("amounts in Stripe's minor units, by Stripe's table of currencies", () 
   });
 });
 
+describe("a Stripe event keeps the API's input rules", () => {
+  const named = (name: unknown, email: unknown = uniqueEmail('named'), id = `cus_${unique('n').replace(/[^A-Za-z0-9]/g, '')}`) => (affiliate: string) =>
+    event('customer.created', { id, object: 'customer', email, name, metadata: { tandem_referral: affiliate } });
+
+  it('a name the API would refuse is cleaned: control characters become spaces, a lone surrogate U+FFFD, cut at 200 characters; blank, the e-mail', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const email = uniqueEmail('blank');
+    for (const [name, stored] of [
+      ['Carl\u0000Customer', 'Carl Customer'],
+      ['\u001b[31mRed\u0007 Bell\u007f', '[31mRed  Bell'],
+      ['Half \ud800 pair', 'Half \ufffd pair'],
+      ['Tab\tand\nline', 'Tab\tand\nline'],
+      [`${'é'.repeat(199)}😀😀`, `${'é'.repeat(199)}😀`],
+      [`  ${'x'.repeat(250)}`, 'x'.repeat(200)],
+      ['\u0000\u0001 ', email],
+      [null, email],
+    ] as const) {
+      const customer = named(name, name === null || name.startsWith('\u0000') ? email.replace('@', `+${Math.random().toString(36).slice(2, 8)}@`) : undefined)(affiliate.link);
+      const res = await deliver(programId, customer, secret);
+      assert.equal(res.status, 200, `${JSON.stringify(name)}: ${JSON.stringify(res.body)}`);
+      const listed = (await api.get('/billing-events')).body[0];
+      assert.deepEqual([listed.outcome, listed.reason], ['recorded', null], JSON.stringify(name));
+      const referral = (await api.get(`/referrals?id=${listed.referralId}`)).body;
+      const expected = stored === email ? (customer.data.object as any).email : stored;
+      assert.equal(referral.name, expected, JSON.stringify(name));
+    }
+  });
+
+  it('a value the API refuses elsewhere ignores the event with the reason in words: never a 500, the same on both databases', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    await deliver(programId, customerEvent(affiliate.link, 'cus_known'), secret);
+    const cases: [string, object, string][] = [
+      ['an e-mail with a NUL', named('Nul Mail', 'nul\u0000@example.com')(affiliate.link), "the customer's e-mail must not contain control characters (NUL and other C0 codes)"],
+      ['no e-mail address', named('Not Mail', 'not an e-mail')(affiliate.link), "the customer's e-mail must be an e-mail address"],
+      ['an over-long customer id', named('Long Id', undefined, `cus_${'x'.repeat(300)}`)(affiliate.link), 'data.object.id must NOT have more than 200 characters'],
+      ['a customer id with a NUL', named('Nul Id', undefined, 'cus_\u0000')(affiliate.link), 'data.object.id must not contain control characters (NUL and other C0 codes)'],
+      ['a tandem_referral past 64 characters', named('Long Ref')('x'.repeat(65)), 'tandem_referral must NOT have more than 64 characters'],
+      ['a tandem_referral that is no text', event('customer.created', { id: 'cus_numref', object: 'customer', email: uniqueEmail('n'), name: 'N', metadata: { tandem_referral: 42 } }), 'data.object.metadata.tandem_referral must be string or null'],
+      ['no object', event('invoice.paid', null as unknown as Record<string, unknown>), 'data.object must be object'],
+      ['a currency that is no text', invoiceEvent('cus_known', 1000, 7 as unknown as string), 'data.object.currency must be string'],
+      ['a paid_at past year 9999', { ...invoiceEvent('cus_known', 1000), data: { object: { ...invoiceEvent('cus_known', 1000).data.object, status_transitions: { paid_at: 1e20 } } } }, 'data.object.status_transitions.paid_at must be <= 253402300799'],
+      ['an amount past 10^13', invoiceEvent('cus_known', 2e15 + 2), 'the sale\'s totalEarned must be <= 10000000000000'],
+      ['an invoice id with a line break', invoiceEvent('cus_known', 1000, 'usd', 'in_\nx'), 'data.object.id must not contain control characters, line breaks or tabs'],
+      ['a refund of no known currency', event('charge.refunded', { id: 'ch_x', object: 'charge', currency: null, amount_refunded: 5 }), 'data.object.currency must be string'],
+      ['a dispute whose payment intent is a number', event('charge.dispute.created', { id: 'dp_x', object: 'dispute', payment_intent: 5, status: 'needs_response' }), 'data.object.payment_intent must be string or null'],
+      ['a session created past year 9999', event('checkout.session.completed', { id: 'cs_far', object: 'checkout.session', customer: 'cus_far', client_reference_id: affiliate.link, customer_details: { email: uniqueEmail('far'), name: 'Far' }, mode: 'payment', payment_status: 'paid', invoice: null, amount_total: 100, currency: 'usd', created: 1e15 }), 'data.object.created must be <= 253402300799'],
+    ];
+    const outcomes = [];
+    for (const [what, body, _reason] of cases) {
+      const res = await deliver(programId, body, secret);
+      assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`);
+      const listed = (await api.get('/billing-events')).body.find((e: any) => e.id === (body as { id: string }).id);
+      outcomes.push([what, listed?.outcome, listed?.reason]);
+    }
+    assert.deepEqual(outcomes, cases.map(([what, , reason]) => [what, 'ignored', reason]));
+    assert.deepEqual((await api.get('/referrals')).body.map((r: any) => r.referredUserExternalId), ['cus_known'], 'no referral of a refused customer');
+    assert.deepEqual((await api.get('/sales')).body, [], 'no sale of a refused invoice');
+  });
+
+  it('an event whose id or type cannot be stored is refused (400), nothing recorded', async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    for (const body of [
+      { ...customerEvent(affiliate.link), id: 'evt_\u0000' },
+      { ...customerEvent(affiliate.link), id: `evt_${'x'.repeat(300)}` },
+      { ...customerEvent(affiliate.link), id: 5 },
+      { ...customerEvent(affiliate.link), type: ['customer.created'] },
+      { ...customerEvent(affiliate.link), type: 'customer.created\u0000' },
+    ]) {
+      const res = await deliver(programId, body, secret);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.match(res.body.detail, /The event's (id|type) /);
+    }
+    assert.deepEqual((await api.get('/billing-events')).body, []);
+    assert.deepEqual((await api.get('/referrals')).body, []);
+  });
+});
+
 describe("Stripe's documented event shapes (fixtures kept in test/billing/fixtures, trimmed)", () => {
   /** A fixture as Stripe sends it (API version 2025-03-31: the charge names no invoice), with the referral filled in. */
   const fixture = (name: string, referral = '') => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8').replace('{{REFERRAL}}', referral));

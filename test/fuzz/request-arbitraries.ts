@@ -608,9 +608,11 @@ function mutateBody(body: unknown, mutations: readonly BodyMutation[], notes: st
 /** JSON.stringify, with RawJson values written as their raw token. */
 export function serialiseJson(value: unknown): string {
   const raws: string[] = [];
-  const text = JSON.stringify(value, (_key, v) => {
-    if (v instanceof RawJson) {
-      raws.push(v.text);
+  // The holder's own value, not `v`: JSON.stringify has called toJSON (`<raw …>`) by now.
+  const text = JSON.stringify(value, function (this: Record<string, unknown>, key: string, v: unknown) {
+    const own = this[key];
+    if (own instanceof RawJson) {
+      raws.push(own.text);
       return `\u0001raw${raws.length - 1}\u0001`;
     }
     return v;

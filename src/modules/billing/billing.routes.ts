@@ -52,7 +52,7 @@ const STRIPE_WEBHOOK_DOCS = {
   tags: ['Billing'],
   summary: "Receive a Stripe event (Stripe's webhook endpoint)",
   description:
-    "Where a Stripe webhook endpoint of the program posts its events (docs/stripe.md). No bearer token: the `Stripe-Signature` header, checked against the program's signing secret with a 5-minute tolerance, is the credential. Checkout sessions and customers with a referral become referrals, paid invoices sales, refunds refunds. An event id is processed once: a redelivery answers 200 with `duplicate: true` and records nothing.",
+    "Where a Stripe webhook endpoint of the program posts its events (docs/stripe.md). No bearer token: the `Stripe-Signature` header, checked against the program's signing secret with a 5-minute tolerance, is the credential. Checkout sessions and customers with a referral become referrals, paid invoices sales, refunds refunds. Every value it stores goes through the API's input rules: a customer's name is cleaned, anything else refused ignores the event with the reason (docs/stripe.md). An event id is processed once: a redelivery answers 200 with `duplicate: true` and records nothing.",
   params: Type.Object({ programId: Uuid }),
   headers: Type.Object({ 'stripe-signature': Type.String({ description: 'Stripe\'s signature of the raw body (`t=…,v1=…`)' }) }),
   body: Type.Object(
@@ -77,7 +77,7 @@ const STRIPE_WEBHOOK_DOCS = {
       { description: 'The event was verified and handled (or ignored, with the reason kept: GET /api/v1/billing-events).', examples: [{ received: true, duplicate: false }] },
     ),
     ...errorResponses(
-      ['bad_request', "the `Stripe-Signature` header is missing, or does not match the program's signing secret within 5 minutes; or Stripe is not connected to the program. Nothing is recorded"],
+      ['bad_request', "the `Stripe-Signature` header is missing, or does not match the program's signing secret within 5 minutes; or Stripe is not connected to the program; or the event is no JSON object, or its `id` or `type` is not 1 to 200 characters of text without control characters. Nothing is recorded"],
       ['not_found', 'no program with this id'],
       'payload_too_large',
     ),

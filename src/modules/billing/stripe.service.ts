@@ -12,6 +12,27 @@ import { createReferral, getReferral } from '../referrals/referral.service.ts';
 import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.service.ts';
 import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
+import type { CreateSaleBody } from '../sales/sale.schema.ts';
+import {
+  readCharge,
+  readCheckoutSession,
+  readCustomer,
+  readDispute,
+  readEnvelope,
+  readInvoice,
+  readInvoicePayment,
+  referralBody,
+  saleBody,
+  type CheckoutSession,
+  type Charge,
+  type Credit,
+  type Dispute,
+  type Invoice,
+  type Promotion,
+  type Read,
+  type StripeCustomer,
+  type StripeEnvelope,
+} from './stripe-payload.ts';
 import {
   expireWaitingInvoices,
   findDispute,
@@ -119,11 +140,8 @@ function existingIdOf(error: unknown): string | number | undefined {
   return error instanceof ApiError && (error.code === 'duplicate_referral' || error.code === 'duplicate_sale') ? (error as ApiError & { existingId?: string | number }).existingId : undefined;
 }
 
-/** Who a Stripe object credits: its tandem_referral (an affiliate id or link string), else the program's code matching its promotion code. */
-type Credit = { affiliateId: string } | { promoCode: string };
-
 /** The program's promotional code for a Stripe promotion code: by externalId (promo_…), else by its code string. */
-async function codeForPromotion(db: Db, program: ProgramContext, promotion: { id?: string; code?: string } | null): Promise<string | undefined> {
+async function codeForPromotion(db: Db, program: ProgramContext, promotion: Promotion | null): Promise<string | undefined> {
   if (!promotion) return undefined;
   for (const query of [promotion.id ? { externalId: promotion.id } : null, promotion.code ? { code: promotion.code } : null]) {
     if (!query) continue;
@@ -136,28 +154,19 @@ async function codeForPromotion(db: Db, program: ProgramContext, promotion: { id
   return undefined;
 }
 
-/** The promotion code a session's or invoice's discounts carry: its id, and its code string when expanded. */
-function promotionOf(discounts: unknown): { id?: string; code?: string } | null {
-  if (!Array.isArray(discounts)) return null;
-  for (const discount of discounts) {
-    const promotion = (discount as { promotion_code?: unknown } | null)?.promotion_code;
-    if (typeof promotion === 'string') return { id: promotion };
-    if (promotion && typeof promotion === 'object') return { id: (promotion as { id?: string }).id, code: (promotion as { code?: string }).code };
-  }
-  return null;
-}
-
-async function creditOf(db: Db, program: ProgramContext, ref: string | null | undefined, discounts: unknown): Promise<Credit | undefined> {
+async function creditOf(db: Db, program: ProgramContext, ref: string | undefined, promotion: Promotion | null): Promise<Credit | undefined> {
   if (ref) return { affiliateId: ref };
-  const code = await codeForPromotion(db, program, promotionOf(discounts));
+  const code = await codeForPromotion(db, program, promotion);
   return code === undefined ? undefined : { promoCode: code };
 }
 
-async function referCustomer(db: Db, program: ProgramContext, customer: { id: string; email?: string | null; name?: string | null }, credit: Credit | undefined): Promise<Outcome> {
+async function referCustomer(db: Db, program: ProgramContext, customer: StripeCustomer, credit: Credit | undefined): Promise<Outcome> {
   if (!credit) return ignored('no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program');
   if (!customer.email) return ignored('the customer has no e-mail');
+  const body = referralBody(customer, credit);
+  if ('reason' in body) return ignored(body.reason);
   try {
-    const referral = await createReferral(db, program, { name: customer.name || customer.email, email: customer.email, referredUserExternalId: customer.id, ...credit });
+    const referral = await createReferral(db, program, body.value);
     await settleWaitingInvoices(db, program, customer.id, referral.id);
     return { outcome: 'recorded', reason: null, referral_id: referral.id, sale_id: null };
   } catch (error) {
@@ -177,12 +186,19 @@ async function settleWaitingInvoices(db: Db, program: ProgramContext, customerId
   }
 }
 
-async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice, field = 'amount_paid'): Promise<Outcome> {
+/** The POST /sales body of a paid invoice (or session) of the referral, by the API's rules; the reason when they refuse it. */
+function invoiceSaleBody(program: ProgramContext, referralId: string, invoice: WaitingInvoice, field: string): Read<CreateSaleBody> {
   const amount = stripeAmountToMinor(invoice.amountPaid, program.currency, field);
-  if ('reason' in amount) return ignored(amount.reason);
+  if ('reason' in amount) return amount;
+  return saleBody({ referralId, totalEarned: fromMinorUnits(amount.minor, program.currency), externalInvoiceId: invoice.invoiceId });
+}
+
+async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice, field = 'amount_paid'): Promise<Outcome> {
+  const body = invoiceSaleBody(program, referralId, invoice, field);
+  if ('reason' in body) return ignored(body.reason);
   try {
     const paidAt = invoice.paidAt === null ? undefined : new Date(invoice.paidAt);
-    const sale = await createSale(db, program, { referralId, totalEarned: fromMinorUnits(amount.minor, program.currency), externalInvoiceId: invoice.invoiceId }, { paidAt });
+    const sale = await createSale(db, program, body.value, { paidAt });
     return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
   } catch (error) {
     const existing = existingIdOf(error);
@@ -192,11 +208,10 @@ async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: st
   }
 }
 
-async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Checkout.Session, referralId: string): Promise<Outcome> {
+async function sellPayment(db: Db, program: ProgramContext, session: CheckoutSession, referralId: string): Promise<Outcome> {
   if ((session.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(session.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
-  const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
-  if (intent) await recordPayment(db, program.id, intent, session.id, program.clock().toISOString());
-  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amount_total!, paidAt: session.created ? new Date(session.created * 1000).toISOString() : null }, 'amount_total');
+  if (session.paymentIntent) await recordPayment(db, program.id, session.paymentIntent, session.id, program.clock().toISOString());
+  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amountTotal as number, paidAt: session.createdAt }, 'amount_total');
 }
 
 /**
@@ -205,13 +220,11 @@ async function sellPayment(db: Db, program: ProgramContext, session: Stripe.Chec
  * (billing_disputes): an event older than the one applied, or any event after the close, is
  * ignored — a redelivered or late charge.dispute.created never holds a closed dispute again.
  */
-async function disputeOutcome(tx: Tx, program: ProgramContext, event: Stripe.Event, dispute: Stripe.Dispute): Promise<Outcome> {
-  const closes = event.type === 'charge.dispute.closed';
-  const intent = typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
-  const invoiceId = intent ? await invoiceOfPayment(tx, program.id, intent) : undefined;
+async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, dispute: Dispute): Promise<Outcome> {
+  const invoiceId = dispute.paymentIntent ? await invoiceOfPayment(tx, program.id, dispute.paymentIntent) : undefined;
   const saleId = invoiceId ? await findSaleIdOfInvoice(tx, program, invoiceId) : undefined;
   if (!invoiceId || saleId === undefined) return ignored('no recorded sale matches the disputed payment');
-  const eventAt = new Date(event.created * 1000).toISOString();
+  const eventAt = dispute.eventCreatedAt;
   const now = program.clock().toISOString();
   const state = { program_id: program.id, id: dispute.id, sale_id: saleId, status: dispute.status, event_created_at: eventAt, closed_at: closes ? now : null, updated_at: now };
   if (!(await recordDisputeState(tx, state))) {
@@ -239,45 +252,40 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, event: Stripe.Eve
   return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
 }
 
-async function sellInvoice(db: Db, program: ProgramContext, invoice: Stripe.Invoice): Promise<Outcome> {
-  if (!invoice.amount_paid || invoice.amount_paid <= 0) return ignored('nothing was paid');
+async function sellInvoice(db: Db, program: ProgramContext, invoice: Invoice): Promise<Outcome> {
+  if (!invoice.amountPaid || (invoice.amountPaid as number) <= 0) return ignored('nothing was paid');
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
-  // An amount the program's currency cannot hold is ignored now, rather than after waiting.
-  const amount = stripeAmountToMinor(invoice.amount_paid, program.currency, 'amount_paid');
-  if ('reason' in amount) return ignored(amount.reason);
-  const customerId = typeof invoice.customer === 'string' ? invoice.customer : invoice.customer?.id;
-  if (!customerId) return ignored('the invoice names no customer');
+  if (!invoice.customerId || !invoice.customer) return ignored('the invoice names no customer');
+  const waiting: WaitingInvoice = { invoiceId: invoice.id, amountPaid: invoice.amountPaid as number, paidAt: invoice.paidAt };
+  // What the API would refuse of the sale (an amount the program's currency cannot hold, one
+  // past its limit) is ignored now, rather than after waiting. The referral is a placeholder.
+  const refused = invoiceSaleBody(program, '00000000-0000-4000-8000-000000000000', waiting, 'amount_paid');
+  if ('reason' in refused) return ignored(refused.reason);
   // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
-  const paymentIntent = (invoice as unknown as { payment_intent?: string | { id: string } | null }).payment_intent;
-  const intentId = typeof paymentIntent === 'string' ? paymentIntent : paymentIntent?.id;
-  if (intentId) await recordPayment(db, program.id, intentId, invoice.id!, program.clock().toISOString());
-  const paidSeconds = invoice.status_transitions?.paid_at;
-  const waiting: WaitingInvoice = { invoiceId: invoice.id!, amountPaid: invoice.amount_paid, paidAt: paidSeconds ? new Date(paidSeconds * 1000).toISOString() : null };
+  if (invoice.paymentIntent) await recordPayment(db, program.id, invoice.paymentIntent, invoice.id, program.clock().toISOString());
   let referralId: string;
   try {
-    referralId = (await getReferral(db, program, { externalId: customerId })).id;
+    referralId = (await getReferral(db, program, { externalId: invoice.customerId })).id;
   } catch {
     // A promotion code on the invoice credits its affiliate: the customer becomes their referral.
-    const byCode = await creditOf(db, program, undefined, invoice.discounts);
+    const byCode = await creditOf(db, program, undefined, invoice.promotion);
     if (byCode) {
-      const referred = await referCustomer(db, program, { id: customerId, email: invoice.customer_email, name: invoice.customer_name }, byCode);
+      const referred = await referCustomer(db, program, invoice.customer, byCode);
       if (referred.outcome === 'recorded') return recordInvoiceSale(db, program, referred.referral_id!, waiting);
     }
     // Stripe sends the first invoice before the checkout's customer as often as after.
-    return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: customerId };
+    return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${invoice.customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: invoice.customerId };
   }
   return recordInvoiceSale(db, program, referralId, waiting);
 }
 
 /** A charge's refunds: its sale (by invoice, or by the payment the invoice was paid with) refunded up to Stripe's cumulative amount. */
-async function refundCharge(db: Db, program: ProgramContext, charge: Stripe.Charge): Promise<Outcome> {
+async function refundCharge(db: Db, program: ProgramContext, charge: Charge): Promise<Outcome> {
   if (charge.currency.toUpperCase() !== program.currency) return ignored(`refunded in ${charge.currency.toUpperCase()}, not the program's ${program.currency}`);
-  const named = (charge as unknown as { invoice?: string | { id: string } | null }).invoice;
-  let invoiceId = typeof named === 'string' ? named : named?.id;
-  const intent = typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
-  if (!invoiceId && intent) invoiceId = await invoiceOfPayment(db, program.id, intent);
+  let invoiceId = charge.invoiceId;
+  if (!invoiceId && charge.paymentIntent) invoiceId = await invoiceOfPayment(db, program.id, charge.paymentIntent);
   if (!invoiceId) return ignored('no recorded invoice matches the charge');
-  const refunded = stripeAmountToMinor(charge.amount_refunded, program.currency, 'amount_refunded');
+  const refunded = stripeAmountToMinor(charge.amountRefunded, program.currency, 'amount_refunded');
   if ('reason' in refunded) return ignored(refunded.reason);
   try {
     const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: refunded.minor });
@@ -288,42 +296,41 @@ async function refundCharge(db: Db, program: ProgramContext, charge: Stripe.Char
   }
 }
 
-/** An event's work, in the transaction that claimed its id. */
-async function handle(db: Tx, program: ProgramContext, event: Stripe.Event): Promise<Outcome> {
-  switch (event.type) {
+/** Runs `work` on what `read` made of the event, or ignores the event with the reason it could not be read. */
+function withRead<T>(read: Read<T>, work: (value: T) => Promise<Outcome>): Promise<Outcome> {
+  return 'reason' in read ? Promise.resolve(ignored(read.reason)) : work(read.value);
+}
+
+/** An event's work, in the transaction that claimed its id; every value read by the API's input rules (stripe-payload.ts). */
+async function handle(db: Tx, program: ProgramContext, { type, event }: StripeEnvelope): Promise<Outcome> {
+  switch (type) {
     case 'customer.created':
-    case 'customer.updated': {
-      const customer = event.data.object;
-      return referCustomer(db, program, customer, await creditOf(db, program, customer.metadata?.tandem_referral, undefined));
-    }
-    case 'checkout.session.completed': {
-      const session = event.data.object;
-      const customerId = typeof session.customer === 'string' ? session.customer : session.customer?.id;
-      if (!customerId) return ignored('the session has no customer');
-      const credit = await creditOf(db, program, session.client_reference_id ?? session.metadata?.tandem_referral, (session as unknown as { discounts?: unknown }).discounts);
-      const referred = await referCustomer(db, program, { id: customerId, email: session.customer_details?.email, name: session.customer_details?.name }, credit);
-      // A one-time payment (no invoice) is the sale itself, keyed by the session.
-      if (referred.outcome === 'recorded' && session.mode === 'payment' && session.payment_status === 'paid' && !session.invoice && session.amount_total) {
-        return sellPayment(db, program, session, referred.referral_id!);
-      }
-      return referred;
-    }
+    case 'customer.updated':
+      return withRead(readCustomer(event), async ({ customer, referral }) => referCustomer(db, program, customer, await creditOf(db, program, referral, null)));
+    case 'checkout.session.completed':
+      return withRead(readCheckoutSession(event), async (session) => {
+        if (!session.customer) return ignored('the session has no customer');
+        const referred = await referCustomer(db, program, session.customer, await creditOf(db, program, session.referral, session.promotion));
+        // A one-time payment (no invoice) is the sale itself, keyed by the session.
+        if (referred.outcome === 'recorded' && session.isPaidPayment) return sellPayment(db, program, session, referred.referral_id!);
+        return referred;
+      });
     case 'invoice.paid':
-      return sellInvoice(db, program, event.data.object);
+      return withRead(readInvoice(event), (invoice) => sellInvoice(db, program, invoice));
     case 'charge.refunded':
-      return refundCharge(db, program, event.data.object);
+      return withRead(readCharge(event), (charge) => refundCharge(db, program, charge));
     case 'charge.dispute.created':
     case 'charge.dispute.closed':
-      return disputeOutcome(db, program, event, event.data.object);
-    case 'invoice_payment.paid': {
+      return withRead(readDispute(event), (dispute) => disputeOutcome(db, program, type === 'charge.dispute.closed', dispute));
+    case 'invoice_payment.paid':
       // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
-      const payment = event.data.object as unknown as { invoice?: string; payment?: { payment_intent?: string } };
-      if (!payment.invoice || !payment.payment?.payment_intent) return ignored('the payment names no invoice or payment intent');
-      await recordPayment(db, program.id, payment.payment.payment_intent, payment.invoice, program.clock().toISOString());
-      return { outcome: 'recorded', reason: `payment ${payment.payment.payment_intent} of ${payment.invoice} noted for refunds`, referral_id: null, sale_id: null };
-    }
+      return withRead(readInvoicePayment(event), async ({ invoiceId, paymentIntent }) => {
+        if (!invoiceId || !paymentIntent) return ignored('the payment names no invoice or payment intent');
+        await recordPayment(db, program.id, paymentIntent, invoiceId, program.clock().toISOString());
+        return { outcome: 'recorded', reason: `payment ${paymentIntent} of ${invoiceId} noted for refunds`, referral_id: null, sale_id: null };
+      });
     default:
-      return ignored(`${event.type} is not an event Tandem uses`);
+      return ignored(`${type} is not an event Tandem uses`);
   }
 }
 
@@ -335,12 +342,16 @@ export async function receiveStripeEvent(db: Db, program: ProgramContext, rawBod
   const sealed = await stripeSecretOf(db, program.id);
   if (!sealed) throw new ApiError('bad_request', 'Stripe is not connected to this program: save its webhook signing secret first.');
   const client = await stripe();
-  let event: Stripe.Event;
+  let parsed: unknown;
   try {
-    event = client.webhooks.constructEvent(rawBody, signature ?? '', open(await billingKey(db), sealed), TOLERANCE_SECONDS);
+    parsed = client.webhooks.constructEvent(rawBody, signature ?? '', open(await billingKey(db), sealed), TOLERANCE_SECONDS);
   } catch {
     throw new ApiError('bad_request', 'The Stripe-Signature header is missing, or does not match this program\'s signing secret within 5 minutes.');
   }
+  // Signed, but an id or type the event could not be stored under: refused, nothing recorded.
+  const envelope = readEnvelope(parsed);
+  if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
+  const event = envelope.value;
   await settleOrExpireWaiting(db, program);
   // The id is claimed first, in the transaction of the event's work (the services' own
   // transactions run inside it, as savepoints): a redelivery finds the claim and does nothing,
