@@ -1,15 +1,17 @@
 // What an outside attack found in the affiliate portal (issue 29): access that a deactivation
 // or rejection ended stays ended (item 12); a portal form's token works only with the portal
-// session it was shown in, and a changed payout e-mail is told to the old address (item 11).
+// session it was shown in, and a changed payout e-mail is told to the old address (item 11);
+// the 20-link cap holds under concurrent adds (item 10).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail } from '../helpers/fixtures.ts';
 import { csrfOf, WebClient } from '../helpers/web-client.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
+import { raceNote } from '../helpers/test-database.ts';
 
 let t: TestServer;
 let smtp: SmtpReceiver;
@@ -138,7 +140,8 @@ describe("portal forms are bound to the portal session; a payout e-mail change i
     const first = uniqueEmail('jane-pays');
     const before = smtp.received.length;
     assert.equal((await browser.post(`/portal/${slug}/payout-email`, { _csrf: csrfOf(home.text), payoutEmail: first })).status, 303);
-    const told = await smtp.waitFor((m) => smtp.received.indexOf(m) >= before && m.subject === 'Your payout e-mail for Told Outdoor was changed', 'the change notice');
+    const notice = (m: { subject: string }) => m.subject.startsWith('Your payout e-mail for ') && m.subject.includes('Told Outdoor');
+    const told = await smtp.waitFor((m) => smtp.received.indexOf(m) >= before && notice(m), 'the change notice');
     assert.deepEqual(told.to, [jane.email], 'sent to the old address (her e-mail: the payout e-mail until now)');
     assert.match(told.text, new RegExp(`changed from ${jane.email.replace(/[.+]/g, '\\$&')} to ${first.replace(/[.+]/g, '\\$&')}`));
     assert.match(told.text, /If you did not, sign in/);
@@ -146,7 +149,7 @@ describe("portal forms are bound to the portal session; a payout e-mail change i
     // Changed by the merchant: told at the address it replaces, never at the new one.
     const second = uniqueEmail('jane-new');
     assert.equal((await api.put('/affiliates', { id: jane.id, payoutEmail: second })).status, 200);
-    const again = await smtp.waitFor((m) => m.subject === 'Your payout e-mail for Told Outdoor was changed' && m.to.includes(first), 'the second notice');
+    const again = await smtp.waitFor((m) => notice(m) && m.to.includes(first), 'the second notice');
     assert.match(again.text, new RegExp(second.replace(/[.+]/g, '\\$&')));
 
     const notices = () => rawDb(t).selectFrom('mail_outbox').select(['to_address']).where('kind', '=', 'payout_email_changed').where('program_id', '=', programId).execute();
@@ -159,5 +162,24 @@ describe("portal forms are bound to the portal session; a payout e-mail change i
     assert.equal((await api.put('/affiliates', { id: jane.id, payoutEmail: uniqueEmail('rolled-back'), affiliateLink: other.link })).status, 409);
     assert.equal(await queued(), 2, 'nothing queued by a change that did not commit');
     assert.ok((await notices()).every((n) => n.to_address !== second), 'never to the new address');
+  });
+});
+
+describe("the portal's 20-link cap (item 10)", () => {
+  it('holds under 40 concurrent adds through the portal: exactly 20 links' + raceNote, async () => {
+    const { api, programId, slug, affiliate } = await programWithAffiliate('Capped Outdoor');
+    await updateProgramSettings(rawDb(t), programId, { portalLinksAllowed: true });
+    const jane = await signIn(await loginLinkFor(slug, affiliate.email));
+    const csrf = csrfOf((await jane.get(`/portal/${slug}/home`)).text);
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => jane.post(`/portal/${slug}/links`, { _csrf: csrf, link: `jane-${i}` })));
+    const statuses = answers.map((a) => a.status);
+    assert.equal(statuses.filter((s) => s === 303).length, 19, `19 added beside her own link: ${statuses.join(' ')}`);
+    assert.equal(statuses.filter((s) => s === 422).length, 21, statuses.join(' '));
+    assert.ok(answers.filter((a) => a.status === 422).every((a) => /you have the most links an affiliate may add \(20\)/i.test(a.text)));
+    const links = (await api.get(`/links?affiliateId=${affiliate.id}&limit=100`)).body;
+    assert.equal(links.length, 20, 'exactly 20 links');
+    // At the cap, one more is refused; the merchant's API is not capped.
+    assert.equal((await jane.post(`/portal/${slug}/links`, { _csrf: csrf, link: 'jane-more' })).status, 422);
+    assert.equal((await api.post('/links', { affiliateId: affiliate.id, link: 'jane-by-merchant' })).status, 201);
   });
 });

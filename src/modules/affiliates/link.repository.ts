@@ -80,6 +80,17 @@ export function listLinksOfAffiliate(db: Db | Tx, programId: string, affiliateId
     .execute();
 }
 
+/** How many links an affiliate has, its own included. */
+export async function countLinksOfAffiliate(db: Db | Tx, programId: string, affiliateId: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('affiliate_links')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('program_id', '=', programId)
+    .where('affiliate_id', '=', affiliateId)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
 export async function insertLink(tx: Tx, row: LinkRow): Promise<void> {
   await tx.insertInto('affiliate_links').values(row).execute();
 }

@@ -2,13 +2,15 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { ApiError, conflict, hasDependents, notFound } from '../../domain/errors.ts';
+import { ApiError, conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { resolveAffiliate, resolveAffiliateEmailFilter } from './affiliate-lookup.ts';
 import { generateLinkString } from '../../domain/link-strings.ts';
+import { lockAffiliate } from './affiliate.repository.ts';
 import {
+  countLinksOfAffiliate,
   deleteLinkRow,
   findLink,
   findLinkForDelete,
@@ -67,11 +69,21 @@ export async function getAffiliateLinks(
 
 const linkTaken = (link: string) => conflict(`The link "${link}" is already used in this program.`);
 
-export async function createLink(db: Db, program: ProgramContext, body: CreateLinkBody): Promise<AffiliateLink> {
+/**
+ * Adds a link to an affiliate. `maxLinksOfAffiliate` (the portal's cap, the affiliate's own link
+ * included) is counted under the affiliate's row lock, in the insert's transaction: concurrent
+ * adds take turns on the row, so each counts what the others committed and the cap holds.
+ */
+export async function createLink(db: Db, program: ProgramContext, body: CreateLinkBody, options: { maxLinksOfAffiliate?: number } = {}): Promise<AffiliateLink> {
   const affiliate = await resolveAffiliate(db, program, { id: body.affiliateId, email: body.affiliateEmail });
   const link = body.link ?? generateLinkString(affiliate.first_name);
+  const max = options.maxLinksOfAffiliate;
   try {
     return await inTransaction(db, async (tx) => {
+      if (max !== undefined) {
+        if (!(await lockAffiliate(tx, program.id, affiliate.id))) throw notFound('Affiliate');
+        if ((await countLinksOfAffiliate(tx, program.id, affiliate.id)) >= max) throw invalidField('#/link', `you have the most links an affiliate may add (${max})`);
+      }
       const now = program.clock().toISOString();
       const row = newLinkRow(program.id, affiliate.id, link, false, now);
       await insertLink(tx, row);

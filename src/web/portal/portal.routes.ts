@@ -5,7 +5,7 @@ import { assertValidBody } from '../../http/validation.ts';
 import { createAffiliate, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
-import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
+import { createLink } from '../../modules/affiliates/link.service.ts';
 import { CreateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
 import { fullUrlsFor } from '../../modules/affiliates/link.service.ts';
 import { queueMail } from '../../modules/mail/mail.service.ts';
@@ -295,12 +295,11 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const form = readForm(request);
     try {
       const context = toProgramContext(program, clock);
-      const links = await getAffiliateLinks(db, context, { id: affiliate.id, firstName: affiliate.first_name, lastName: affiliate.last_name, email: affiliate.email });
-      if (links.length >= MAX_PORTAL_LINKS) throw invalidField('#/link', `you have the most links an affiliate may add (${MAX_PORTAL_LINKS})`);
       const link = (form.link ?? '').trim();
       const body = { affiliateId: affiliate.id, ...(link === '' ? {} : { link }) };
       assertValidBody(CreateLinkBody, body);
-      await createLink(db, context, body);
+      // The cap is counted under the affiliate's row lock, in the insert's transaction (item 10 of issue 29).
+      await createLink(db, context, body, { maxLinksOfAffiliate: MAX_PORTAL_LINKS });
       return reply.redirect(`/portal/${program.portal_slug}/home?done=link-created`, 303);
     } catch (error) {
       return homePage(request, reply, found, { form: 'link', values: form, errors: formErrorsOf(error) });
