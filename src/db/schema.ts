@@ -246,8 +246,8 @@ export interface PortalLoginTokensTable {
   token_hash: string;
   program_id: string;
   affiliate_id: string;
-  /** email: sent by Tandem (15 minutes); app: handed out by the merchant's app (5 minutes). */
-  purpose: 'email' | 'app';
+  /** email: sent by Tandem (15 minutes); app: handed out by the merchant's app (5 minutes); signup: confirms a portal sign-up's address (24 hours). */
+  purpose: 'email' | 'app' | 'signup';
   /** The affiliate's portal_generation when the link was made: it works only while that is current. */
   affiliate_generation: number;
   expires_at: Timestamp;

@@ -52,7 +52,6 @@ describe('an affiliate from sign-up to payout, in Chromium', () => {
       await page.getByLabel('E-mail').fill(email);
       await page.getByRole('button', { name: 'Apply' }).click();
       await page.getByText('Your application waits for review').waitFor();
-      await smtp.waitFor((m) => m.to.includes(email), 'the application e-mail');
 
       const affiliate = (await api.get(`/affiliates?email=${encodeURIComponent(email)}`)).body;
       assert.equal((await api.put('/affiliates', { id: affiliate.id, approval: 'approved' })).status, 200);

@@ -43,7 +43,7 @@ describe('e-mail through a real SMTP server', () => {
     assert.equal(status, 200);
     const mail = await smtp.waitFor((m) => m.to.includes(email), 'the payout-paid message');
     assert.equal(mail.from, 'partners@acme.example');
-    assert.equal(mail.subject, 'Acme paid you $30.00');
+    assert.equal(mail.subject, '"Acme" paid you $30.00');
     assert.match(mail.text, /Hello Jane <b>,\n\nAcme has paid your affiliate commission: \$30\.00 \(PayPal, reference PP-77\)\./);
     assert.ok(mail.html.includes('Hello Jane &#60;b&#62;,'), mail.html);
     assert.ok(!mail.html.includes('<b>'), 'a name is text, not markup');

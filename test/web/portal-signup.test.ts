@@ -78,8 +78,7 @@ describe('signing up', () => {
     assert.deepEqual([affiliate.status, affiliate.approval, affiliate.firstName], ['inactive', 'pending', 'Jane']);
     const events = (await api.get('/events?type=affiliate.created')).body;
     assert.equal(events.at(-1).data.id, affiliate.id);
-    const received = await smtp.waitFor((m) => m.to.includes(jane.email), 'the application e-mail');
-    assert.equal(received.subject, "Your application to Acme Outdoor's affiliate program");
+    // Nothing goes to an address nobody has confirmed (issue 29): the approval mail is the first.
     assert.equal((await api.post('/sales', { referralId: affiliate.id, email: uniqueEmail('c'), name: 'C', totalEarned: 10 })).status, 422, 'a pending affiliate earns nothing yet');
 
     const approved = await api.put('/affiliates', { id: affiliate.id, approval: 'approved' });
@@ -97,19 +96,45 @@ describe('signing up', () => {
     assert.deepEqual([rejected.body.status, rejected.body.approval], ['inactive', 'rejected']);
     assert.equal((await api.put('/affiliates', { id: bobRow.id, approval: 'maybe' })).status, 422);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(smtp.received.filter((m) => m.to.includes(bob.email)).length, 1, 'a rejection sends nothing more');
+    assert.equal(smtp.received.filter((m) => m.to.includes(jane.email)).length, 1, 'the approval mail only');
+    assert.equal(smtp.received.filter((m) => m.to.includes(bob.email)).length, 0, 'an application and its rejection send nothing');
   });
 
-  it('open: in at once, active, with the link to share by e-mail', async () => {
-    const { api, slug } = await programWith('open', 'Open Outdoor');
+  it('open: in at once, active; the address gets only a confirmation link until it is used, then the welcome with the link to share', async () => {
+    const { api, slug } = await programWith('open', 'Open "Outdoor"   Buy now');
     const jane = person('open');
     const { response } = await signUp(slug, jane);
     assert.equal(response.location, `/portal/${slug}?joined=open`);
     const affiliate = (await api.get(`/affiliates?email=${encodeURIComponent(jane.email)}`)).body;
-    assert.deepEqual([affiliate.status, affiliate.approval], ['active', 'approved']);
-    const mail = await smtp.waitFor((m) => m.to.includes(jane.email), 'the welcome e-mail');
-    assert.equal(mail.subject, "Welcome to Open Outdoor's affiliate program");
-    assert.ok(mail.text.includes(`https://acme.example/?ref=${affiliate.link}`));
+    assert.deepEqual([affiliate.status, affiliate.approval, affiliate.emailVerified], ['active', 'approved', false]);
+    const confirm = await smtp.waitFor((m) => m.to.includes(jane.email), 'the confirmation e-mail');
+    // The merchant's text is quoted in the subject, on one line.
+    assert.equal(confirm.subject, `Confirm your e-mail for the affiliate program of "Open 'Outdoor' Buy now"`);
+    assert.ok(!confirm.text.includes(affiliate.link), 'no welcome, no link to share before the address is confirmed');
+    const loginPath = new URL(/http:\/\/tandem\.test(\/portal\/\S+\/login\/\S+)/.exec(confirm.text)![1]!, 'http://tandem.test').pathname;
+
+    const browser = new WebClient(t.url);
+    const landing = await browser.get(loginPath);
+    assert.equal(landing.status, 200);
+    const signedIn = await browser.post(loginPath, { _csrf: csrfOf(landing.text) });
+    assert.equal(signedIn.status, 303);
+    const welcome = await smtp.waitFor((m) => m.to.includes(jane.email) && m.subject.startsWith('Welcome'), 'the welcome e-mail');
+    assert.equal(welcome.subject, `Welcome to the affiliate program of "Open 'Outdoor' Buy now"`);
+    assert.ok(welcome.text.includes(`https://acme.example/?ref=${affiliate.link}`));
+    const confirmed = (await api.get(`/affiliates?id=${affiliate.id}`)).body;
+    assert.equal(confirmed.emailVerified, true);
+    const updated = (await api.get('/events?type=affiliate.updated')).body;
+    assert.equal(updated.at(-1).data.emailVerified, true);
+  });
+
+  it('open: a sign-up with somebody else\'s address sends them only the confirmation, and nothing more without it', async () => {
+    const { slug } = await programWith('open', 'Spam Outdoor');
+    const victim = person('victim');
+    await signUp(slug, victim);
+    await smtp.waitFor((m) => m.to.includes(victim.email), 'the confirmation e-mail');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const mails = smtp.received.filter((m) => m.to.includes(victim.email));
+    assert.deepEqual(mails.map((m) => m.subject), ['Confirm your e-mail for the affiliate program of "Spam Outdoor"']);
   });
 
   it('invite: no form, and a posted sign-up is refused with nothing made', async () => {
@@ -142,13 +167,13 @@ describe('signing up', () => {
   });
 
   it('an e-mail already in the program gets the same answer, and nothing new is made or sent', async () => {
-    const { api, slug } = await programWith('approval', 'Twice Outdoor');
+    const { api, slug } = await programWith('open', 'Twice Outdoor');
     const jane = person('twice');
     await signUp(slug, jane);
-    await smtp.waitFor((m) => m.to.includes(jane.email), 'the first application e-mail');
+    await smtp.waitFor((m) => m.to.includes(jane.email), 'the first confirmation e-mail');
     const again = (await signUp(slug, { ...jane, email: jane.email.toUpperCase() })).response;
     assert.equal(again.status, 303);
-    assert.equal(again.location, `/portal/${slug}?joined=pending`);
+    assert.equal(again.location, `/portal/${slug}?joined=open`);
     assert.equal((await api.get('/affiliates')).body.length, 1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(smtp.received.filter((m) => m.to.includes(jane.email)).length, 1);

@@ -213,6 +213,18 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
 }
 
 /**
+ * The affiliate's e-mail address is confirmed (a portal sign-up used the link mailed to it):
+ * `emailVerified` becomes true, announced like any change. In the caller's transaction.
+ */
+export async function confirmAffiliateEmail(tx: Tx, program: ProgramContext, row: AffiliateRow): Promise<Affiliate> {
+  const now = program.clock().toISOString();
+  await updateAffiliateRow(tx, program.id, row.id, { email_verified: 1, updated_at: now });
+  const updated = serializeAffiliate({ ...row, email_verified: 1, updated_at: now }, program);
+  await recordEvent(tx, program.id, 'affiliate.updated', updated, now);
+  return updated;
+}
+
+/**
  * DELETE /affiliates. An affiliate with referrals, sales or promotional codes is refused
  * (409 has_dependents) unless `force`: then their links, referrals and sales go with them, the
  * sales of their referrals credited to someone else are voided from that one's counters, and

@@ -7,7 +7,7 @@ import type { OutgoingMail } from './messages.ts';
 
 /**
  * Mail a program's actions send to an address (a payout marked paid, an approval, a portal
- * sign-up's welcome) is limited per address, so nobody can use Tandem to send mail with their
+ * sign-up's confirmation and welcome) is limited per address, so nobody can use Tandem to send mail with their
  * text to someone else's inbox (issue 29: 30 "payout paid" mails reached one address in two
  * seconds). Per program and address, and per address across every program, in a fixed window.
  * Left out: what the address's owner asks for themselves (login links and password resets,
@@ -17,7 +17,7 @@ import type { OutgoingMail } from './messages.ts';
 export const MAIL_LIMIT_PER_PROGRAM: AttemptLimit = { max: 5, windowMs: 60 * 60_000 };
 export const MAIL_LIMIT_PER_ADDRESS: AttemptLimit = { max: 20, windowMs: 60 * 60_000 };
 
-const LIMITED_KINDS: ReadonlySet<OutgoingMail['kind']> = new Set(['payout_paid', 'signup_received', 'affiliate_approved']);
+const LIMITED_KINDS: ReadonlySet<OutgoingMail['kind']> = new Set(['payout_paid', 'signup_received', 'signup_confirm', 'affiliate_approved']);
 
 /** Counts one message to `to` (in the caller's transaction); false when it is over a limit and must not be sent. */
 async function withinMailLimits(tx: Tx, programId: string | null, to: string, now: Date): Promise<boolean> {

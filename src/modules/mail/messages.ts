@@ -5,7 +5,7 @@ import { minorUnitDigits } from '../../domain/money.ts';
 // (names, program names) is escaped in the HTML; the text part is the message itself.
 
 export interface OutgoingMail {
-  kind: 'payout_paid' | 'signup_received' | 'affiliate_approved' | 'login_link' | 'password_reset' | 'payout_email_changed';
+  kind: 'payout_paid' | 'signup_received' | 'signup_confirm' | 'affiliate_approved' | 'login_link' | 'password_reset' | 'payout_email_changed';
   to: string;
   subject: string;
   text: string;
@@ -18,6 +18,17 @@ function escapeHtml(text: string): string {
 
 function amountText(amount: number, currency: string): string {
   return new Intl.NumberFormat('en-US', { style: 'currency', currency, minimumFractionDigits: minorUnitDigits(currency) }).format(amount);
+}
+
+/**
+ * A merchant's own text (a program's name) in a subject line: quoted, on one line, at most 60
+ * characters, so a subject never reads as Tandem's own words, whatever the merchant wrote
+ * there (issue 29: "payout paid" subjects carried any text to any inbox).
+ */
+export function quoted(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what is removed
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').replace(/"/g, "'").trim();
+  return `"${line.length > 60 ? `${line.slice(0, 59)}…` : line}"`;
 }
 
 /** Paragraphs as text (blank lines between) and as HTML (<p> each). */
@@ -35,7 +46,7 @@ export function payoutPaidMail(program: ProgramContext, payout: { amount: number
   return {
     kind: 'payout_paid',
     to: payout.affiliate.email,
-    subject: `${program.name} paid you ${amount}`,
+    subject: `${quoted(program.name)} paid you ${amount}`,
     ...compose([
       `Hello ${payout.affiliate.firstName},`,
       `${program.name} has paid your affiliate commission: ${amount}${how ? ` (${how})` : ''}.`,
@@ -58,7 +69,7 @@ export function signUpReceivedMail(program: ProgramContext, affiliate: NewAffili
   return {
     kind: 'signup_received',
     to: affiliate.email,
-    subject: waiting ? `Your application to ${program.name}'s affiliate program` : `Welcome to ${program.name}'s affiliate program`,
+    subject: waiting ? `Your application to the affiliate program of ${quoted(program.name)}` : `Welcome to the affiliate program of ${quoted(program.name)}`,
     ...compose(
       waiting
         ? [`Hello ${affiliate.firstName},`, `Thank you for applying to ${program.name}'s affiliate program. ${program.name} reviews new affiliates; you will get an e-mail as soon as you are approved.`]
@@ -67,12 +78,31 @@ export function signUpReceivedMail(program: ProgramContext, affiliate: NewAffili
   };
 }
 
+/**
+ * To someone who signed up at an open program's portal: the link that confirms the address and
+ * signs them in (their welcome, with the link to share, comes once they have used it), so a
+ * sign-up typed with a stranger's address sends that stranger nothing but this.
+ */
+export function signUpConfirmMail(program: ProgramContext, affiliate: NewAffiliate, url: string): OutgoingMail {
+  return {
+    kind: 'signup_confirm',
+    to: affiliate.email,
+    subject: `Confirm your e-mail for the affiliate program of ${quoted(program.name)}`,
+    ...compose([
+      `Hello ${affiliate.firstName},`,
+      `To finish joining ${program.name}'s affiliate program, confirm this is your address by opening this link. It signs you in to your affiliate portal, once, within 24 hours:`,
+      url,
+      'If you did not sign up, ignore this e-mail: nothing happens without the link.',
+    ]),
+  };
+}
+
 /** To an affiliate whose sign-up the merchant approved: their link to share. */
 export function approvedMail(program: ProgramContext, affiliate: NewAffiliate, linkUrl: string): OutgoingMail {
   return {
     kind: 'affiliate_approved',
     to: affiliate.email,
-    subject: `You are approved: ${program.name}'s affiliate program`,
+    subject: `You are approved: the affiliate program of ${quoted(program.name)}`,
     ...compose([`Hello ${affiliate.firstName},`, `${program.name} has approved you as an affiliate. Share your link; every customer who comes through it is credited to you:`, linkUrl]),
   };
 }
@@ -82,7 +112,7 @@ export function loginLinkMail(program: ProgramContext, affiliate: NewAffiliate, 
   return {
     kind: 'login_link',
     to: affiliate.email,
-    subject: `Your link to ${program.name}'s affiliate portal`,
+    subject: `Your link to the affiliate portal of ${quoted(program.name)}`,
     ...compose([
       `Hello ${affiliate.firstName},`,
       `Open this link to sign in to ${program.name}'s affiliate portal. It works once, for 15 minutes:`,
@@ -100,7 +130,7 @@ export function payoutEmailChangedMail(program: ProgramContext, affiliate: { fir
   return {
     kind: 'payout_email_changed',
     to: change.from,
-    subject: `Your payout e-mail for ${program.name} was changed`,
+    subject: `Your payout e-mail for ${quoted(program.name)} was changed`,
     ...compose([
       `Hello ${affiliate.firstName},`,
       `The e-mail address where ${program.name} sends your affiliate payouts was changed from ${change.from} to ${change.to}. Payouts go to the new address from now on.`,

@@ -25,7 +25,7 @@ export async function findUsableToken(db: Db, programId: string, tokenHash: stri
 }
 
 /** Uses a login link: one statement, so of two clicks at once exactly one signs in. */
-export async function consumeToken(tx: Tx, programId: string, tokenHash: string, now: string): Promise<PortalHolder | undefined> {
+export async function consumeToken(tx: Tx, programId: string, tokenHash: string, now: string): Promise<(PortalHolder & { purpose: string }) | undefined> {
   return tx
     .updateTable('portal_login_tokens')
     .set({ used_at: now })
@@ -33,7 +33,7 @@ export async function consumeToken(tx: Tx, programId: string, tokenHash: string,
     .where('program_id', '=', programId)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now)
-    .returning(['affiliate_id', 'affiliate_generation'])
+    .returning(['affiliate_id', 'affiliate_generation', 'purpose'])
     .executeTakeFirst();
 }
 

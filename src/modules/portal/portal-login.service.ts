@@ -6,7 +6,9 @@ import { randomToken } from '../../domain/ids.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { queueMail } from '../mail/mail.service.ts';
-import { loginLinkMail } from '../mail/messages.ts';
+import { loginLinkMail, signUpConfirmMail, signUpReceivedMail } from '../mail/messages.ts';
+import { confirmAffiliateEmail } from '../affiliates/affiliate.service.ts';
+import { fullUrlsFor } from '../affiliates/link.service.ts';
 import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, insertLoginToken, insertPortalSession, type PortalHolder } from './portal-login.repository.ts';
 
 // Passwordless login to an affiliate portal (issue 19 item 2). A link is 256 random bits, kept
@@ -18,6 +20,8 @@ import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, 
 // reactivating or approving the affiliate again brings none back (issue 29 item 12).
 
 export const EMAIL_LINK_MS = 15 * 60_000;
+/** A portal sign-up's confirmation link: its first sign-in, which confirms the address. */
+export const SIGNUP_LINK_MS = 24 * 60 * 60_000;
 export const APP_LINK_MS = 5 * 60_000;
 export const PORTAL_SESSION_MS = 14 * 86_400_000;
 
@@ -53,6 +57,28 @@ async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRo
 }
 
 /**
+ * A portal sign-up (open policy): mails the link that confirms the address and signs in, in
+ * the sign-up's transaction. Nothing else goes to the address until it is used (then the
+ * welcome, see signInWithLink): a sign-up made with a stranger's address sends them only this.
+ */
+export async function queueSignUpConfirmation(tx: Tx, program: ProgramContext, affiliateId: string, portal: PortalAddress): Promise<void> {
+  const affiliate = await findAffiliate(tx, program.id, { id: affiliateId });
+  if (!canSignIn(affiliate)) return;
+  const token = randomToken(32);
+  const now = program.clock();
+  await insertLoginToken(tx, {
+    token_hash: sha256(token),
+    program_id: program.id,
+    affiliate_id: affiliate.id,
+    affiliate_generation: affiliate.portal_generation,
+    purpose: 'signup',
+    expires_at: new Date(now.getTime() + SIGNUP_LINK_MS).toISOString(),
+    created_at: now.toISOString(),
+  });
+  await queueMail(tx, program.id, signUpConfirmMail(program, { firstName: affiliate.first_name, email: affiliate.email }, `${portal.portalUrl}/login/${token}`), now.toISOString());
+}
+
+/**
  * The portal's "e-mail me a link": sends one when the address is an approved, active affiliate
  * of the program, and does nothing otherwise — the caller answers the same either way.
  */
@@ -81,8 +107,15 @@ export async function loginLinkHolder(db: Db, program: ProgramContext, token: st
 export async function signInWithLink(db: Db, program: ProgramContext, token: string): Promise<string | null> {
   const now = program.clock();
   return inTransaction(db, async (tx) => {
-    const affiliate = await currentHolder(tx, program.id, await consumeToken(tx, program.id, sha256(token), now.toISOString()));
+    const holder = await consumeToken(tx, program.id, sha256(token), now.toISOString());
+    const affiliate = await currentHolder(tx, program.id, holder);
     if (affiliate === undefined) return null;
+    // A sign-up's confirmation: the address is the affiliate's, and now hears its welcome.
+    if (holder!.purpose === 'signup' && !affiliate.email_verified) {
+      const confirmed = await confirmAffiliateEmail(tx, program, affiliate);
+      const shareUrl = fullUrlsFor(program, confirmed.link)[0]?.fullUrl ?? confirmed.link;
+      await queueMail(tx, program.id, signUpReceivedMail(program, { firstName: affiliate.first_name, email: affiliate.email }, shareUrl), now.toISOString());
+    }
     const sessionId = randomToken(32);
     await insertPortalSession(tx, { id_hash: sha256(sessionId), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, created_at: now.toISOString(), expires_at: new Date(now.getTime() + PORTAL_SESSION_MS).toISOString() });
     return sessionId;

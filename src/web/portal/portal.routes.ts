@@ -7,15 +7,12 @@ import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.t
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink } from '../../modules/affiliates/link.service.ts';
 import { CreateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
-import { fullUrlsFor } from '../../modules/affiliates/link.service.ts';
-import { queueMail } from '../../modules/mail/mail.service.ts';
-import { signUpReceivedMail } from '../../modules/mail/messages.ts';
 import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modules/programs/program.service.ts';
 import { throttlePortalLogin, throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { cookieOptions, ensureCsrfBinding, isValidCsrf, portalSessionBinding, rejectForgery, submittedCsrfToken, type CsrfBinding } from '../session.ts';
-import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
+import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, queueSignUpConfirmation, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
 import { formatAmount, formatTime } from '../dashboard/format.ts';
@@ -41,7 +38,7 @@ const PORTAL_COOKIE = 'tandem_portal';
 const MAX_PORTAL_LINKS = 20;
 
 const JOINED: Record<string, string> = {
-  open: 'Welcome aboard! We have e-mailed you your link to share.',
+  open: 'Almost there! We have e-mailed you a link: open it within 24 hours to confirm your address and see your link to share.',
   pending: 'Thank you! Your application waits for review; we will e-mail you as soon as you are approved.',
 };
 
@@ -372,7 +369,11 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       const context = toProgramContext(program, clock);
       await createAffiliate(db, context, body, {
         approval: pending ? 'pending' : 'approved',
-        onCreated: (tx, affiliate) => queueMail(tx, program.id, signUpReceivedMail(context, affiliate, pending ? null : fullUrlsFor(context, affiliate.link)[0]!.fullUrl), clock().toISOString()),
+        // Open: the link that confirms the address (and then welcomes). Approval: nothing until
+        // the merchant approves; the page says the application arrived.
+        onCreated: async (tx, affiliate) => {
+          if (!pending) await queueSignUpConfirmation(tx, context, affiliate.id, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
+        },
       });
     } catch (error) {
       // An e-mail already in the program: answered as a success, so the form does not tell
