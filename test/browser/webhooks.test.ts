@@ -10,8 +10,9 @@ import { launchChromium, newContext } from '../helpers/browser.ts';
 // The Webhooks page in real Chromium: the checkboxes post the chosen event types ("All events"
 // takes the single ones out of the choice), the secret is shown once with a working Copy
 // button, and "Send test" shows the delivery's outcome beside the button without a reload —
-// while without script the same forms still work. No page logs an error or loads a missing
-// file (the favicon included).
+// while without script the same forms still work. "Delete endpoint" asks first: in a dialog,
+// or without script on a page of its own. No page logs an error or loads a missing file (the
+// favicon included).
 
 const PASSWORD = 'browser test password';
 
@@ -151,6 +152,38 @@ describe('webhooks page in Chromium', () => {
     }
   });
 
+  it('"Delete endpoint" asks in a dialog: dismissed, nothing changes; accepted, deleted at once', async () => {
+    const context = await newContext(browser);
+    try {
+      const page = await context.newPage();
+      await logIn(page);
+      const url = `${receiver.url}/delete-with-script`;
+      await page.getByRole('textbox', { name: 'URL' }).fill(url);
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      await page.locator('#new-secret').waitFor();
+      const row = await rawDb(test).selectFrom('webhooks').select('id').where('url', '=', url).executeTakeFirstOrThrow();
+      const endpoint = `${test.url}/dashboard/programs/${program.id}/webhooks/${row.id}`;
+      await page.goto(endpoint);
+      const questions: string[] = [];
+      page.once('dialog', (dialog) => {
+        questions.push(dialog.message());
+        void dialog.dismiss();
+      });
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      assert.equal(page.url(), endpoint, 'dismissed: the page stays');
+      page.once('dialog', (dialog) => {
+        questions.push(dialog.message());
+        void dialog.accept();
+      });
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.waitForURL('**/webhooks?done=deleted');
+      assert.deepEqual(questions, [`Delete the endpoint ${url}? It receives no more events.`, `Delete the endpoint ${url}? It receives no more events.`]);
+      assert.equal(await rawDb(test).selectFrom('webhooks').select('id').where('id', '=', row.id).executeTakeFirst(), undefined, 'accepted once: deleted, no second question');
+    } finally {
+      await context.close();
+    }
+  });
+
   it('without script, the same forms work: every box stays usable, and Send test goes to the endpoint page', async () => {
     const context = await newContext(browser, { javaScriptEnabled: false });
     try {
@@ -166,6 +199,19 @@ describe('webhooks page in Chromium', () => {
       await page.waitForURL(`**/webhooks/${row.id}?done=test-sent`);
       await page.getByText(/Test event queued/).waitFor();
       await receiver.waitFor((r) => r.some((d) => d.path === '/hooks/no-script' && d.json?.type === 'webhook.test'), 5000, 'the test event');
+
+      // "Delete endpoint" asks on a page: Cancel keeps the endpoint, its own button deletes it.
+      const exists = async () => (await rawDb(test).selectFrom('webhooks').select('id').where('id', '=', row.id).executeTakeFirst()) !== undefined;
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('heading', { name: 'Delete this webhook endpoint?' }).waitFor();
+      assert.ok(await exists(), 'asked, not deleted');
+      await page.getByRole('link', { name: 'Cancel' }).click();
+      await page.waitForURL(`**/webhooks/${row.id}`);
+      assert.ok(await exists(), 'cancelled');
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.waitForURL('**/webhooks?done=deleted');
+      assert.equal(await exists(), false, 'deleted once confirmed');
     } finally {
       await context.close();
     }

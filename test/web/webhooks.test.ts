@@ -182,7 +182,7 @@ describe('dashboard: webhooks', () => {
     // Another program of the same owner may send to the same URL.
     const elsewhere = await addEndpoint(otherProgram.base, `${hooks.url}/twice`, ['*']);
     assert.equal(elsewhere.status, 200, elsewhere.text.slice(0, 500));
-    assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, {})).status, 303);
+    assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, { confirmed: 'yes' })).status, 303);
   });
 
   it('sends a test event: the receiver gets it signed, and the detail page shows the attempt', async () => {
@@ -394,10 +394,31 @@ describe('dashboard: webhooks', () => {
     assert.match(rowOf(await owner.page(`${program.base}/webhooks`), id), /<span class="badge ok">Enabled<\/span>[\s\S]*data-count="pending">0</);
   });
 
-  it('deletes an endpoint', async () => {
+  it('asks before deleting an endpoint, also without JavaScript, then deletes it', async () => {
     const hooks = await receiver();
     const { id } = await createEndpoint(`${hooks.url}/deleted`);
-    const deleted = await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, {});
+    const exists = async () => (await db().selectFrom('webhooks').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+
+    // Both buttons ask in the browser's dialog (dashboard.js, which then sends confirmed=yes).
+    const question = `data-confirm="Delete the endpoint ${hooks.url}/deleted\\? It receives no more events\\."`;
+    assert.match(await owner.page(webhookPath(id)), new RegExp(`<form method="post" action="${webhookPath(id)}/delete" class="inline" ${question}>`));
+    assert.match(rowOf(await owner.page(`${program.base}/webhooks`), id), new RegExp(`action="${webhookPath(id)}/delete" class="inline" ${question}`));
+
+    // Without script the button posts no answer: a page asks, and nothing is deleted.
+    for (const fields of [{}, { confirmed: '' }, { confirmed: 'no' }] as Record<string, string>[]) {
+      const asked = await owner.submit(webhookPath(id), `${webhookPath(id)}/delete`, fields);
+      assert.equal(asked.status, 200, JSON.stringify(fields));
+      assert.match(asked.text, /<h1 id="delete-heading">Delete this webhook endpoint\?<\/h1>/);
+      assert.match(asked.text, new RegExp(`<form method="post" action="${webhookPath(id)}/delete">[\\s\\S]*<input type="hidden" name="confirmed" value="yes">[\\s\\S]*<button type="submit" class="danger">Delete endpoint</button> <a href="${webhookPath(id)}">Cancel</a>`));
+      assert.ok(await exists(), `still there after ${JSON.stringify(fields)}`);
+    }
+    assert.match(await owner.page(`${webhookPath(id)}/delete`), /Delete this webhook endpoint\?/, 'the same question at its own address');
+    assert.equal((await owner.get(`${webhookPath(id, strangerProgram.base)}/delete`)).status, 404);
+    assert.equal((await stranger.submit(`${strangerProgram.base}/webhooks`, `${webhookPath(id, strangerProgram.base)}/delete`, { confirmed: 'yes' })).status, 404);
+    assert.ok(await exists(), "another user's program cannot delete it");
+
+    // The confirmation page's button sends the answer: deleted.
+    const deleted = await owner.submit(`${webhookPath(id)}/delete`, `${webhookPath(id)}/delete`, { confirmed: 'yes' });
     assert.equal(deleted.status, 303);
     assert.equal(deleted.location, `${program.base}/webhooks?done=deleted`);
     assert.equal(await db().selectFrom('webhooks').select('id').where('id', '=', id).executeTakeFirst(), undefined);
@@ -405,6 +426,7 @@ describe('dashboard: webhooks', () => {
     assert.match(list, /Endpoint deleted/);
     assert.doesNotMatch(list, new RegExp(id));
     assert.equal((await owner.get(webhookPath(id))).status, 404);
+    assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, { confirmed: 'yes' })).status, 404);
     assert.equal((await owner.submit(`${program.base}/webhooks`, `${webhookPath(id)}/delete`, {})).status, 404);
   });
 

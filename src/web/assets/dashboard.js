@@ -29,10 +29,22 @@ for (const button of document.querySelectorAll('button[data-copy]')) {
 }
 
 
-// Destructive actions ask first: <form data-confirm="Question?"> submits only when confirmed.
+// Destructive actions ask first: <form data-confirm="Question?"> submits only when confirmed,
+// and then sends confirmed=yes, the answer a route that asks on a page of its own without
+// script (deleting a webhook endpoint) looks for.
 for (const form of document.querySelectorAll('form[data-confirm]')) {
   form.addEventListener('submit', (event) => {
-    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    if (!window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+      return;
+    }
+    if (!form.querySelector('input[name="confirmed"]')) {
+      const answer = document.createElement('input');
+      answer.type = 'hidden';
+      answer.name = 'confirmed';
+      answer.value = 'yes';
+      form.append(answer);
+    }
   });
 }
 

@@ -35,6 +35,9 @@ import { errorFlash, formErrorsOf, noErrors, optionalUtcDateTime, readForm, read
 
 const LIST_DONE = { deleted: 'Endpoint deleted. It receives no more events.' };
 
+/** What "Delete" asks first, in the browser's dialog (dashboard.js); without script, the confirmation page asks. */
+const deleteQuestion = (url: string) => `Delete the endpoint ${url}? It receives no more events.`;
+
 function detailDone(request: FastifyRequest): Record<string, string> {
   const count = Number.parseInt(readQuery(request).count ?? '', 10);
   return {
@@ -200,7 +203,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
                   ${w.disabled_at === null
                     ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send test to ${w.url}`, formClass: 'send-test' })
                     : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
-                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}`, confirm: `Delete the endpoint ${w.url}? It receives no more events.` })}
+                  ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}`, confirm: deleteQuestion(w.url) })}
                 </div></td>
               </tr>`,
             )}</tbody>
@@ -268,7 +271,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
           ${disabled
             ? postButton(session, `${path}/enable`, 'Re-enable', { className: 'small' })
             : postButton(session, `${path}/test`, 'Send a test event', { className: 'small', formClass: 'send-test' })}
-          ${postButton(session, `${path}/delete`, 'Delete endpoint', { className: 'danger small' })}
+          ${postButton(session, `${path}/delete`, 'Delete endpoint', { className: 'danger small', confirm: deleteQuestion(webhook.url) })}
         </div>
       </div>
       ${disabled ? disabledNotice(webhook, disableAfter) : ''}
@@ -323,9 +326,35 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
 
   app.get('/webhooks/:webhookId', (request, reply) => detailPage(request, reply));
 
+  /** "Delete endpoint" without JavaScript: the question as a page, whose button sends the answer. */
+  async function deletePage(request: FastifyRequest, reply: FastifyReply) {
+    const { context, base } = currentProgram(request);
+    const { webhookId } = request.params as { webhookId: string };
+    const webhook = await getWebhookWithCounts(db, context.id, webhookId);
+    const path = `${base}/webhooks/${webhook.id}`;
+    const body = html`
+      <p><a href="${path}">← Webhook endpoint</a></p>
+      <section class="card narrow" aria-labelledby="delete-heading">
+        <h1 id="delete-heading">Delete this webhook endpoint?</h1>
+        <p><code class="url">${webhook.url}</code></p>
+        <p>It receives no more events${webhook.pending > 0 ? html`: its ${formatCount(webhook.pending)} waiting ${webhook.pending === 1 ? 'delivery is' : 'deliveries are'} dropped` : ''}, and its delivery attempts are deleted with it. It cannot be undone: to receive events there again, add it again (with a new signing secret).</p>
+        <form method="post" action="${path}/delete">
+          ${csrfField(request.session!)}
+          <input type="hidden" name="confirmed" value="yes">
+          <div class="actions"><button type="submit" class="danger">Delete endpoint</button> <a href="${path}">Cancel</a></div>
+        </form>
+      </section>`;
+    return sendPage(db, request, reply, { title: 'Delete webhook endpoint', active: 'webhooks', body });
+  }
+
+  app.get('/webhooks/:webhookId/delete', (request, reply) => deletePage(request, reply));
+
+  // Deletes only with the answer to the question (confirmed=yes: the confirmation page's button,
+  // or dashboard.js once the browser's dialog was accepted); without it, asks on a page.
   app.post('/webhooks/:webhookId/delete', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const { webhookId } = request.params as { webhookId: string };
+    if (readForm(request).confirmed !== 'yes') return deletePage(request, reply);
     await deleteWebhook(db, context, webhookId);
     return redirectDone(reply, `${base}/webhooks`, 'deleted');
   });
