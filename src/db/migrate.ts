@@ -18,9 +18,9 @@ import * as portalLogin from './migrations/2026-11-26T0400-portal-login.ts';
 import * as billingStripe from './migrations/2026-11-26T0500-billing-stripe.ts';
 import * as passwordResets from './migrations/2026-11-27T0100-password-resets.ts';
 import * as partialIndexes from './migrations/2026-11-28T0100-partial-indexes.ts';
-import * as webhookAfterSequence from './migrations/2026-11-28T0210-webhook-after-sequence.ts';
 import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.ts';
 import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-access-generation.ts';
+import * as webhookAfterSequence from './migrations/2026-11-30T0150-webhook-after-sequence.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -44,9 +44,9 @@ const migrations: Record<string, Migration> = {
   '2026-11-26T0500-billing-stripe': billingStripe,
   '2026-11-27T0100-password-resets': passwordResets,
   '2026-11-28T0100-partial-indexes': partialIndexes,
-  '2026-11-28T0210-webhook-after-sequence': webhookAfterSequence,
   '2026-11-29T0300-billing-disputes': billingDisputes,
   '2026-11-30T0100-portal-access-generation': portalAccessGeneration,
+  '2026-11-30T0150-webhook-after-sequence': webhookAfterSequence,
 };
 
 export class MigrationError extends Error {}
