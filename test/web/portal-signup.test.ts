@@ -166,6 +166,29 @@ describe('signing up', () => {
     assert.equal((await api.get('/affiliates')).body.length, 1);
   });
 
+  it('an empty sign-up marks every missing field beside it, the terms with the others; nothing is made', async () => {
+    const { api, slug } = await programWith('open', 'Empty Outdoor', 'Do not bid on our brand name.');
+    const required = { firstName: 'Is required.', lastName: 'Is required.', email: 'Is required.', acceptTerms: 'Must be accepted to join.' };
+    for (const fields of [{}, { firstName: '', lastName: '', email: '' }, { firstName: '  ', lastName: '\t', email: ' ' }] as Record<string, string>[]) {
+      const { response } = await signUp(slug, fields);
+      assert.equal(response.status, 422, JSON.stringify(fields));
+      for (const [name, message] of Object.entries(required)) {
+        assert.match(response.text, new RegExp(`<p class="error" id="f-${name}-error">${message}</p>`), `${name} is marked (${JSON.stringify(fields)})`);
+        assert.match(response.text, new RegExp(`<input [^>]*id="f-${name}"[^>]*aria-describedby="[^"]*f-${name}-error"[^>]*aria-invalid="true"`), `${name} is tied to its error and invalid`);
+      }
+    }
+    // One field missing: only it is marked, beside the values kept.
+    const { response } = await signUp(slug, { firstName: 'Jane', lastName: '', email: uniqueEmail('one'), acceptTerms: 'on' });
+    assert.equal(response.status, 422);
+    assert.deepEqual([...response.text.matchAll(/id="f-(\w+)-error"/g)].map((m) => m[1]), ['lastName']);
+    // Without terms there is no terms field to mark.
+    const plain = await programWith('open', 'Plain Outdoor');
+    const empty = (await signUp(plain.slug, {})).response;
+    assert.deepEqual([...empty.text.matchAll(/id="f-(\w+)-error"/g)].map((m) => m[1]), ['firstName', 'lastName', 'email']);
+    assert.deepEqual((await api.get('/affiliates')).body, []);
+    assert.deepEqual((await plain.api.get('/affiliates')).body, []);
+  });
+
   it('an e-mail already in the program gets the same answer, and nothing new is made or sent', async () => {
     const { api, slug } = await programWith('open', 'Twice Outdoor');
     const jane = person('twice');

@@ -167,7 +167,7 @@ export function checkboxField(o: ControlOptions & { checked: boolean }, errors: 
   const id = `f-${o.name}`;
   const error = errors.fields[o.name];
   return html`<div class="field${error ? ' has-error' : ''}">
-    <div class="check"><input type="checkbox" id="${id}" name="${o.name}" value="on"${o.checked ? html` checked` : ''}${describedBy(id, o.help, error)}> <label for="${id}">${o.label}</label></div>
+    <div class="check"><input type="checkbox" id="${id}" name="${o.name}" value="on"${o.checked ? html` checked` : ''}${describedBy(id, o.help, error)}${error ? html` aria-invalid="true" autofocus` : ''}> <label for="${id}">${o.label}</label></div>
     ${notes(id, o.help, error)}
   </div>`;
 }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
-import { ApiError, invalidField } from '../../domain/errors.ts';
+import { ApiError, type FieldError } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { createAffiliate, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
 import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
@@ -16,7 +16,7 @@ import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, queueSignUp
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
 import { formatAmount, formatTime } from '../dashboard/format.ts';
-import { checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, type FormErrors, type FormValues } from '../dashboard/forms.ts';
+import { apiBody, checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, type FormErrors, type FormValues } from '../dashboard/forms.ts';
 
 // The affiliate portal (issue 19): one page per program at /portal/{slug}, in the program's
 // name, logo and colour.
@@ -66,6 +66,25 @@ ${body}
 <footer class="foot">Affiliate program of ${program.name} · run on Tandem</footer>
 </body>
 </html>`.value;
+}
+
+/**
+ * The sign-up form as POST /affiliates's body, checked by its schema. Every field's error comes
+ * at once, the terms' with the others: an empty or blank field is missing ("is required").
+ */
+function signUpBody(program: ProgramRow, form: FormValues): CreateAffiliateBody {
+  const filled = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value);
+  const errors: FieldError[] = [];
+  let body: CreateAffiliateBody | undefined;
+  try {
+    body = apiBody(CreateAffiliateBody, { firstName: filled(form.firstName), lastName: filled(form.lastName), email: filled(form.email)?.trim() });
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === 'validation_failed')) throw error;
+    errors.push(...(error.errors ?? []));
+  }
+  if (program.portal_terms && form.acceptTerms !== 'on') errors.push({ pointer: '#/acceptTerms', detail: 'must be accepted to join' });
+  if (errors.length > 0 || body === undefined) throw new ApiError('validation_failed', 'The request is invalid.', errors);
+  return body;
 }
 
 export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
@@ -363,9 +382,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     await throttleSignUp(db, clock, request, reply);
     const pending = program.portal_signup === 'approval';
     try {
-      const body = { firstName: form.firstName ?? '', lastName: form.lastName ?? '', email: (form.email ?? '').trim() };
-      assertValidBody(CreateAffiliateBody, body);
-      if (program.portal_terms && form.acceptTerms !== 'on') throw invalidField('#/acceptTerms', 'must be accepted to join');
+      const body = signUpBody(program, form);
       const context = toProgramContext(program, clock);
       await createAffiliate(db, context, body, {
         approval: pending ? 'pending' : 'approved',
