@@ -32,10 +32,12 @@ async function sell(affiliateId: string, totalEarned: number, customer: { name?:
   return res.body as { id: number; commission: number };
 }
 
+const newSale = (fields: Record<string, string>) => merchant.submit(`${program.base}/sales/new`, `${program.base}/sales/new`, fields);
+
 describe('recording a sale by hand', () => {
   it('records through the API’s service: the same sale, commission and event as POST /sales', async () => {
     const email = uniqueEmail('walkin');
-    const done = await merchant.submit(`${program.base}/sales/new`, `${program.base}/sales/new`, { totalEarned: '49.99', referralId: 'jane-c', email, name: 'Walk In', externalInvoiceId: 'in_hand_1', promoCode: '', commissionRate: '' });
+    const done = await newSale({ totalEarned: '49.99', customer: email, affiliate: 'jane-c', name: 'Walk In', externalInvoiceId: 'in_hand_1', promoCode: '', commissionRate: '' });
     assert.equal(done.status, 303, done.text.slice(0, 500));
     const id = Number(/\/sales\/(\d+)\?done=recorded$/.exec(done.location ?? '')?.[1]);
     assert.ok(id > 0, String(done.location));
@@ -49,18 +51,66 @@ describe('recording a sale by hand', () => {
     assert.match(page, /<code>sale\.created<\/code>/);
   });
 
+  it("names the customer by e-mail or referral id, and a new customer's affiliate by e-mail, link, id or a name chosen from a list", async () => {
+    const saleOf = async (done: { status: number; location: string | null; text: string }) => {
+      assert.equal(done.status, 303, done.text.slice(0, 500));
+      return (await api.get(`/sales?id=${/\/sales\/(\d+)/.exec(done.location!)![1]}`)).body as { affiliateId: string; email: string; referralId: string };
+    };
+    const referred = uniqueEmail('referred');
+    const referral = (await api.post('/referrals', { name: 'Re Ferred', email: referred, referredUserExternalId: 'cus_referred', affiliateId: omar.id })).body;
+
+    // A referred customer: their e-mail (any case) or their referral's id is enough; their affiliate is credited.
+    assert.equal((await saleOf(await newSale({ totalEarned: '10', customer: referred.toUpperCase() }))).affiliateId, omar.id);
+    const byReferral = await saleOf(await newSale({ totalEarned: '10', customer: referral.id.toUpperCase() }));
+    assert.deepEqual([byReferral.affiliateId, byReferral.referralId], [omar.id, referral.id]);
+
+    // A new customer: the affiliate by e-mail, by id, or by a name chosen from the matches.
+    const byEmail = await saleOf(await newSale({ totalEarned: '10', customer: uniqueEmail('new1'), name: 'New One', affiliate: omar.email }));
+    assert.equal(byEmail.affiliateId, omar.id);
+    assert.equal((await saleOf(await newSale({ totalEarned: '10', customer: uniqueEmail('new2'), name: 'New Two', affiliate: jane.id }))).affiliateId, jane.id);
+    const fields = { totalEarned: '10', customer: uniqueEmail('new3'), name: 'New Three', affiliate: 'haddad' };
+    const asked = await newSale(fields);
+    assert.equal(asked.status, 422);
+    assert.match(asked.text, /id="f-affiliate-error">“haddad” is not an affiliate’s e-mail, link or id\. One active affiliate matches it: choose below\.</);
+    assert.match(asked.text, new RegExp(`<select id="f-affiliatePick" name="affiliatePick"[^>]*>\\s*<option value="">Choose one…</option>\\s*<option value="${omar.id}">Omar Haddad · `));
+    assert.equal((await saleOf(await newSale({ ...fields, affiliatePick: omar.id, affiliateSearched: 'haddad' }))).affiliateId, omar.id);
+
+    // An e-mail nobody was referred with, and no affiliate: said beside the customer, nothing recorded.
+    const before = (await api.get('/sales')).body.length;
+    const unknown = await newSale({ totalEarned: '10', customer: uniqueEmail('stranger') });
+    assert.equal(unknown.status, 422);
+    assert.match(unknown.text, /id="f-customer-error">No customer of this program has this e-mail yet\. To record a new customer’s first sale, name their affiliate and the customer’s name below\.</);
+    const notAReferral = await newSale({ totalEarned: '10', customer: jane.id });
+    assert.equal(notAReferral.status, 422);
+    assert.match(notAReferral.text, /id="f-customer-error">No customer of this program has this referral id\.</);
+    const neither = await newSale({ totalEarned: '10', customer: 'Re Ferred' });
+    assert.equal(neither.status, 422);
+    assert.match(neither.text, /id="f-customer-error">Give the customer’s e-mail, or their referral’s id\.</);
+    const twoAffiliates = await newSale({ totalEarned: '10', customer: referral.id, affiliate: 'jane-c' });
+    assert.equal(twoAffiliates.status, 422);
+    assert.match(twoAffiliates.text, /id="f-affiliate-error">The referral names its affiliate: leave this empty, or give the customer’s e-mail instead\.</);
+    assert.equal((await api.get('/sales')).body.length, before);
+  });
+
   it('refuses what the API refuses, beside the field, and records nothing', async () => {
     const before = (await api.get('/sales')).body.length;
-    const noAmount = await merchant.submit(`${program.base}/sales/new`, `${program.base}/sales/new`, { totalEarned: '', referralId: 'jane-c', email: uniqueEmail('x'), name: 'X' });
+    const noAmount = await newSale({ totalEarned: '', customer: uniqueEmail('x'), affiliate: 'jane-c', name: 'X' });
     assert.equal(noAmount.status, 422);
     assert.match(noAmount.text, /id="f-totalEarned-error">Must be a number\./);
     assert.match(noAmount.text, /<input id="f-totalEarned"[^>]*aria-invalid="true"[^>]*autofocus/);
-    const nobody = await merchant.submit(`${program.base}/sales/new`, `${program.base}/sales/new`, { totalEarned: '10', referralId: 'no-such-link', email: '', name: '' });
+    const nobody = await newSale({ totalEarned: '10', customer: '', affiliate: 'no-such-link', name: '' });
     assert.equal(nobody.status, 422);
-    assert.match(nobody.text, /A referral, affiliate or link matching referralId was not found/);
-    const duplicate = await merchant.submit(`${program.base}/sales/new`, `${program.base}/sales/new`, { totalEarned: '10', referralId: 'jane-c', email: uniqueEmail('y'), name: 'Y', externalInvoiceId: 'in_hand_1' });
+    assert.match(nobody.text, /id="f-affiliate-error">No affiliate of this program has the e-mail, link or id “no-such-link”, and no active affiliate’s name contains it\./);
+    const empty = await newSale({ totalEarned: '10', customer: '', affiliate: '' });
+    assert.equal(empty.status, 422);
+    assert.match(empty.text, /id="f-customer-error">Is required: the customer’s e-mail or referral id\./);
+    const noName = await newSale({ totalEarned: '10', customer: uniqueEmail('noname'), affiliate: 'jane-c' });
+    assert.equal(noName.status, 422);
+    assert.match(noName.text, /id="f-name-error">Is required when the customer is not found\./);
+    const duplicate = await newSale({ totalEarned: '10', customer: uniqueEmail('y'), affiliate: 'jane-c', name: 'Y', externalInvoiceId: 'in_hand_1' });
     assert.equal(duplicate.status, 409);
     assert.match(duplicate.text, /class="flash error"/);
+    assert.match(duplicate.text, /id="f-externalInvoiceId-error">A sale with externalInvoiceId &quot;in_hand_1&quot; is already recorded in this program\./);
     assert.equal((await api.get('/sales')).body.length, before);
   });
 });

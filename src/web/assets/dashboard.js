@@ -1,4 +1,4 @@
-/* global document, window, navigator, FormData, URLSearchParams, setTimeout */
+/* global document, window, navigator, FormData, URLSearchParams, setTimeout, clearTimeout */
 // Small enhancements of the dashboard; every page works without them. Served from /assets
 // because the pages' Content-Security-Policy allows no inline script.
 
@@ -45,6 +45,39 @@ for (const form of document.querySelectorAll('form[data-confirm]')) {
       answer.value = 'yes';
       form.append(answer);
     }
+  });
+}
+
+// Affiliate fields: as a name is typed, the suggestions become the affiliates matching it (the
+// page lists only the newest 50). Without script the page's own suggestions stay, and a name
+// sent with the form comes back with the affiliates matching it to choose from.
+for (const input of document.querySelectorAll('input[data-affiliate-search]')) {
+  const list = document.getElementById(input.getAttribute('list'));
+  if (!list) continue;
+  let timer;
+  let asked = '';
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    const text = input.value.trim();
+    if (text.length < 2 || text === asked) return;
+    timer = setTimeout(async () => {
+      asked = text;
+      try {
+        const answer = await fetch(`${input.dataset.affiliateSearch}?q=${encodeURIComponent(text)}`, { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+        if (!answer.ok || input.value.trim() !== text) return;
+        const choices = await answer.json();
+        list.replaceChildren(
+          ...choices.map(({ value, label }) => {
+            const option = document.createElement('option');
+            option.value = value;
+            option.textContent = label;
+            return option;
+          }),
+        );
+      } catch {
+        // Keep the suggestions there are.
+      }
+    }, 200);
   });
 }
 

@@ -24,6 +24,7 @@ import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
 import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
 import { apiBody, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
+import { affiliateChoices, choiceLabel } from './affiliate-field.ts';
 import { referralTable } from './referrals.routes.ts';
 import { saleTable } from './sales.routes.ts';
 
@@ -218,6 +219,14 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       flash: errorFlash(errors),
     });
   }
+
+  // The suggestions of an affiliate field as a name is typed (dashboard.js, affiliate-field.ts):
+  // up to 50 active affiliates whose name or e-mail contains q, newest first.
+  app.get('/affiliates/choices', async (request, reply) => {
+    const { context } = currentProgram(request);
+    const { rows } = await affiliateChoices(db, context, readQuery(request).q);
+    return reply.header('cache-control', 'no-store').send(rows.map((a) => ({ value: a.email, label: choiceLabel(a) })));
+  });
 
   app.get('/affiliates/new', (request, reply) => newPage(request, reply));
 

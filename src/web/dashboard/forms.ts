@@ -110,6 +110,16 @@ export function formErrorsOf(error: unknown, fieldNames: Record<string, string> 
   return { fields, message, status: error.status === 404 ? 422 : error.status };
 }
 
+/**
+ * The errors with `message` beside `field`, unless that field has one already: a service's error
+ * that names no field (a conflict, an inactive affiliate) put beside the field it is about, or a
+ * check of the form's own. The form's message then says to check the fields.
+ */
+export function withFieldError(errors: FormErrors, field: string, message: string): FormErrors {
+  if (errors.fields[field]) return errors;
+  return { fields: { ...errors.fields, [field]: sentence(message) }, message: 'Check the highlighted fields.', status: errors.status >= 400 ? errors.status : 422 };
+}
+
 /** The flash message a form page shows for its errors, if any. */
 export function errorFlash(errors: FormErrors): { kind: 'error'; text: string } | undefined {
   return errors.message ? { kind: 'error', text: errors.message } : undefined;

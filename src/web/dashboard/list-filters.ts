@@ -1,9 +1,6 @@
-import { isUuid } from '../../domain/ids.ts';
 import type { Db } from '../../db/transaction.ts';
-import { ApiError } from '../../domain/errors.ts';
-import { resolveAffiliate } from '../../modules/affiliates/affiliate-lookup.ts';
-import { getLink } from '../../modules/affiliates/link.service.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
+import { findNamedAffiliate } from './affiliate-field.ts';
 
 // Filters of the referral and sale lists, read from the query string. A filter that names
 // nothing yields an error to show beside its field and an empty list, never a 500.
@@ -19,14 +16,10 @@ export interface AffiliateFilter {
 export async function readAffiliateFilter(db: Db, program: ProgramContext, value: string | undefined): Promise<AffiliateFilter> {
   const text = value?.trim() ?? '';
   if (text === '') return {};
-  try {
-    const by = isUuid(text) ? { id: text.toLowerCase() } : text.includes('@') ? { email: text } : { id: (await getLink(db, program, { link: text })).affiliate.id };
-    const row = await resolveAffiliate(db, program, by);
-    return { affiliateId: row.id, label: `${row.first_name} ${row.last_name} <${row.email}>` };
-  } catch (error) {
-    if (error instanceof ApiError && error.status < 500) return { error: `No affiliate in this program has the e-mail, id or link “${text}”.` };
-    throw error;
-  }
+  const named = await findNamedAffiliate(db, program, text);
+  if (!named) return { error: `No affiliate in this program has the e-mail, id or link “${text}”.` };
+  const row = named.affiliate;
+  return { affiliateId: row.id, label: `${row.first_name} ${row.last_name} <${row.email}>` };
 }
 
 export interface DateRange {

@@ -4,11 +4,13 @@ import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts
 import type { ReferralFilter, ReferralRow } from '../../modules/referrals/referral.repository.ts';
 import { CreateReferralBody } from '../../modules/referrals/referral.schema.ts';
 import { countMatchingReferrals, createReferral, getReferralPage } from '../../modules/referrals/referral.service.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatCount, formatTime, statusBadge } from './format.ts';
-import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, selectField, textField, withFieldError, type FormErrors, type FormValues } from './forms.ts';
+import { affiliateChoices, affiliateField, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 
 // Referred customers on the dashboard: the list with search, filters and its count, and
@@ -23,6 +25,16 @@ const STATUSES: [string, string][] = [
 ];
 
 const DONE = { recorded: 'Referral recorded.' };
+
+/** The form field a service error that names no field is about (a taken e-mail or id, an inactive affiliate, a code that does not apply). */
+function referralErrorField(error: ApiError, form: FormValues): string | undefined {
+  if (error.code === 'conflict') return 'email';
+  if (error.code === 'duplicate_referral') return 'referredUserExternalId';
+  if (error.code === 'affiliate_inactive') return optionalText(form.affiliate) ? 'affiliate' : 'promoCode';
+  if (error.code === 'not_found') return optionalText(form.promoCode) ? 'promoCode' : 'affiliate';
+  if (error.code.startsWith('promo_code_') || error.code === 'coupon_invalid') return 'promoCode';
+  return undefined;
+}
 
 /** Referred customers as a table (this page, and the affiliate's page without that column). */
 export function referralTable(rows: ReferralRow[], names: AffiliateNames | null, base: string): SafeHtml {
@@ -83,8 +95,9 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
     return sendPage(db, request, reply, { title: 'Referrals', active: 'referrals', body, flash: doneFlash(request, DONE) });
   });
 
-  function newReferralPage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
-    const { base } = currentProgram(request);
+  async function newReferralPage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors, affiliate?: AffiliateFieldValue) {
+    const { base, context } = currentProgram(request);
+    const suggestions = affiliate?.picker ? [] : (await affiliateChoices(db, context)).rows;
     const body = html`
       <div class="page-head"><h1>Record a referral</h1></div>
       <form class="card" method="post" action="${base}/referrals/new" novalidate>
@@ -93,9 +106,8 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
         ${textField({ label: "Customer's name", name: 'name', value: values.name, required: true }, errors)}
         ${textField({ label: "Customer's e-mail", name: 'email', type: 'email', value: values.email, required: true, attrs: html`autocomplete="off"` }, errors)}
         ${textField({ label: 'Your id for the customer', name: 'referredUserExternalId', value: values.referredUserExternalId, required: true, help: 'The user or customer id in your app (cus_123…).', attrs: html`autocomplete="off"` }, errors)}
-        ${textField({ label: 'Affiliate (id or link)', name: 'affiliateId', value: values.affiliateId, help: 'Or give the affiliate’s e-mail, or a promotional code, below.', attrs: html`autocomplete="off"` }, errors)}
-        ${textField({ label: "Affiliate's e-mail", name: 'affiliateEmail', type: 'email', value: values.affiliateEmail, attrs: html`autocomplete="off"` }, errors)}
-        ${textField({ label: 'Promotional code', name: 'promoCode', value: values.promoCode }, errors)}
+        ${affiliateField({ label: 'Affiliate', name: 'affiliate', help: 'Their e-mail, one of their links or their id — or type a name and choose from the list. Leave it empty when a promotional code below names the affiliate.', value: affiliate ?? { text: values.affiliate ?? '' }, suggestions, searchUrl: `${base}/affiliates/choices` }, errors)}
+        ${textField({ label: 'Promotional code', name: 'promoCode', value: values.promoCode, help: 'The code the customer used: it is redeemed, and credits its affiliate when none is named above.' }, errors)}
         ${textField({ label: 'Plan', name: 'plan', value: values.plan }, errors)}
         <div class="actions"><button type="submit">Record referral</button> <a href="${base}/referrals">Cancel</a></div>
       </form>`;
@@ -104,23 +116,35 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
 
   app.get('/referrals/new', (request, reply) => newReferralPage(request, reply));
 
+  // The affiliate is named as a person knows it (affiliate-field.ts) and handed to the service as
+  // POST /referrals's affiliateId; everything else is the API's body, checked by its schema.
   app.post('/referrals/new', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const form = readForm(request);
+    const affiliate = await readAffiliateField(db, context, form, 'affiliate');
+    let errors: FormErrors;
     try {
       const body = apiBody(CreateReferralBody, {
-          name: form.name ?? '',
-          email: form.email ?? '',
-          referredUserExternalId: form.referredUserExternalId ?? '',
-          affiliateId: optionalText(form.affiliateId),
-          affiliateEmail: optionalText(form.affiliateEmail),
-          promoCode: optionalText(form.promoCode),
-          plan: optionalText(form.plan),
+        name: form.name ?? '',
+        email: form.email ?? '',
+        referredUserExternalId: form.referredUserExternalId ?? '',
+        affiliateId: affiliate.named?.apiValue,
+        promoCode: optionalText(form.promoCode),
+        plan: optionalText(form.plan),
       });
-      await createReferral(db, context, body);
-      return redirectDone(reply, `${base}/referrals`, 'recorded');
+      if (!affiliate.error) {
+        await createReferral(db, context, body);
+        return redirectDone(reply, `${base}/referrals`, 'recorded');
+      }
+      errors = noErrors;
     } catch (error) {
-      return newReferralPage(request, reply, form, formErrorsOf(error));
+      errors = formErrorsOf(error, { affiliateId: 'affiliate', affiliateEmail: 'affiliate' });
+      const field = error instanceof ApiError ? referralErrorField(error, form) : undefined;
+      if (field) errors = withFieldError(errors, field, errors.message);
     }
+    // Nobody named: the service's "affiliateId, affiliateEmail or promoCode is required", said for this form.
+    if (errors.fields.affiliate && affiliate.text === '' && !optionalText(form.promoCode)) errors.fields.affiliate = 'Name the affiliate, or give a promotional code below.';
+    if (affiliate.error) errors = withFieldError(errors, 'affiliate', affiliate.error);
+    return newReferralPage(request, reply, form, errors, affiliate);
   });
 };

@@ -3,7 +3,9 @@ import type { AppServices } from '../../app-services.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { csvLine } from '../../domain/csv.ts';
 import { toIso } from '../../domain/clock.ts';
-import { notFound } from '../../domain/errors.ts';
+import { ApiError, notFound } from '../../domain/errors.ts';
+import { isUuid } from '../../domain/ids.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { minorToDecimalText } from '../../domain/money.ts';
 import type { PageOrder } from '../../db/keyset.ts';
 import { assertValidBody } from '../../http/validation.ts';
@@ -11,12 +13,14 @@ import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts
 import { getEntryPage, entryStatus } from '../../modules/ledger/commission.service.ts';
 import type { SaleFilter, SaleRow } from '../../modules/sales/sale.repository.ts';
 import { CreateSaleBody, RefundSaleBody } from '../../modules/sales/sale.schema.ts';
+import { getReferral } from '../../modules/referrals/referral.service.ts';
 import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
 import { formatCount, formatMinor, formatRate, formatTime } from './format.ts';
-import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, withFieldError, type FormErrors, type FormValues } from './forms.ts';
+import { affiliateChoices, affiliateField, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 
 // Sales on the dashboard (issue 21 item 1): the list with search, filters, sorting, totals and
@@ -124,6 +128,32 @@ function saleIdOf(request: FastifyRequest): number {
 }
 
 
+/** What the customer field of the sale form names: an e-mail (POST /sales's email) or a referral of the program (its referralId). */
+async function readCustomerField(db: AppServices['db'], program: ProgramContext, value: string | undefined): Promise<{ email?: string; referralId?: string; error?: string }> {
+  const text = value?.trim() ?? '';
+  if (text === '') return {};
+  if (text.includes('@')) return { email: text };
+  if (!isUuid(text)) return { error: 'Give the customer’s e-mail, or their referral’s id.' };
+  try {
+    return { referralId: (await getReferral(db, program, { id: text.toLowerCase() })).id };
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'not_found') return { error: 'No customer of this program has this referral id.' };
+    throw error;
+  }
+}
+
+const NEW_CUSTOMER = 'No customer of this program has this e-mail yet. To record a new customer’s first sale, name their affiliate and the customer’s name below.';
+
+/** The form field a service error that names no field is about (an unknown customer, a taken invoice, an inactive affiliate, a code that does not apply). */
+function saleErrorField(error: ApiError, form: FormValues, byAffiliate: boolean): string | undefined {
+  if (error.code === 'duplicate_sale') return 'externalInvoiceId';
+  if (error.code === 'affiliate_inactive') return byAffiliate ? 'affiliate' : optionalText(form.promoCode) && !optionalText(form.customer) ? 'promoCode' : 'customer';
+  if (error.code === 'not_found') return optionalText(form.promoCode) && error.detail.startsWith('Promotional code') ? 'promoCode' : 'customer';
+  if (error.code.startsWith('promo_code_') || error.code === 'coupon_invalid') return 'promoCode';
+  if (error.code === 'conflict') return 'customer';
+  return undefined;
+}
+
 export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
   app.get('/sales', async (request, reply) => {
     const { context, base, program } = currentProgram(request);
@@ -199,17 +229,18 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
     return names;
   }
 
-  function newSalePage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
-    const { base, program } = currentProgram(request);
+  async function newSalePage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors, affiliate?: AffiliateFieldValue) {
+    const { base, program, context } = currentProgram(request);
+    const suggestions = affiliate?.picker ? [] : (await affiliateChoices(db, context)).rows;
     const body = html`
       <div class="page-head"><h1>Record a sale</h1></div>
       <form class="card" method="post" action="${base}/sales/new" novalidate>
         ${csrfField(request.session!)}
-        <p class="lead">As <code>POST /api/v1/sales</code> does: name the customer by the e-mail they signed up with, or by a referral id, an affiliate id or an affiliate's link.</p>
+        <p class="lead">As <code>POST /api/v1/sales</code> does: a payment of a referred customer, credited to their affiliate — or the first payment of a new customer, credited to the affiliate you name.</p>
         ${textField({ label: `Amount paid (${program.currency})`, name: 'totalEarned', type: 'text', value: values.totalEarned, required: true, attrs: html`inputmode="decimal" autocomplete="off"` }, errors)}
-        ${textField({ label: "Customer's e-mail", name: 'email', type: 'email', value: values.email, attrs: html`autocomplete="off"` }, errors)}
-        ${textField({ label: 'Or referral, affiliate id or link', name: 'referralId', value: values.referralId, attrs: html`autocomplete="off"` }, errors)}
-        ${textField({ label: "Customer's name", name: 'name', value: values.name, help: 'Needed when the customer is new (credited through an affiliate or link).' }, errors)}
+        ${textField({ label: 'Customer', name: 'customer', value: values.customer, required: true, help: 'The e-mail the customer signed up with, or their referral’s id.', attrs: html`autocomplete="off"` }, errors)}
+        ${affiliateField({ label: 'Affiliate, for a new customer', name: 'affiliate', help: 'A customer not referred yet is recorded with this affiliate: their e-mail, one of their links or their id — or type a name and choose from the list. A customer already referred stays with their affiliate: leave it empty.', value: affiliate ?? { text: values.affiliate ?? '' }, suggestions, searchUrl: `${base}/affiliates/choices` }, errors)}
+        ${textField({ label: "Customer's name", name: 'name', value: values.name, help: 'Needed when the customer is new.' }, errors)}
         ${textField({ label: 'Invoice id', name: 'externalInvoiceId', value: values.externalInvoiceId, help: 'Your billing system’s invoice; a second sale with it is refused.' }, errors)}
         ${textField({ label: 'Promotional code', name: 'promoCode', value: values.promoCode }, errors)}
         ${textField({ label: 'Commission rate (%)', name: 'commissionRate', value: values.commissionRate, help: 'Leave empty for the affiliate’s rate or the program’s plan.', attrs: html`inputmode="decimal"` }, errors)}
@@ -220,24 +251,44 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
 
   app.get('/sales/new', (request, reply) => newSalePage(request, reply));
 
+  // The customer (an e-mail or a referral id) and the affiliate (affiliate-field.ts) are named as a
+  // person knows them, then handed to the service as POST /sales's email and referralId; the
+  // rest is the API's body, checked by its schema.
   app.post('/sales/new', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const form = readForm(request);
+    const customer = await readCustomerField(db, context, form.customer);
+    const affiliate = await readAffiliateField(db, context, form, 'affiliate');
+    // A referral names its affiliate: a second one would credit the sale elsewhere.
+    const both = customer.referralId !== undefined && affiliate.text !== '' ? 'The referral names its affiliate: leave this empty, or give the customer’s e-mail instead.' : undefined;
+    let errors: FormErrors;
     try {
       const body = apiBody(CreateSaleBody, {
-          totalEarned: optionalNumber(form.totalEarned) ?? '',
-          email: optionalText(form.email),
-          referralId: optionalText(form.referralId),
-          name: optionalText(form.name),
-          externalInvoiceId: optionalText(form.externalInvoiceId),
-          promoCode: optionalText(form.promoCode),
-          commissionRate: optionalNumber(form.commissionRate),
+        totalEarned: optionalNumber(form.totalEarned) ?? '',
+        email: customer.email,
+        referralId: customer.referralId ?? affiliate.named?.apiValue,
+        name: optionalText(form.name),
+        externalInvoiceId: optionalText(form.externalInvoiceId),
+        promoCode: optionalText(form.promoCode),
+        commissionRate: optionalNumber(form.commissionRate),
       });
-      const sale = await createSale(db, context, body);
-      return redirectDone(reply, `${base}/sales/${sale.id}`, 'recorded');
+      if (!customer.error && !affiliate.error && !both) {
+        const sale = await createSale(db, context, body);
+        return redirectDone(reply, `${base}/sales/${sale.id}`, 'recorded');
+      }
+      errors = noErrors;
     } catch (error) {
-      return newSalePage(request, reply, form, formErrorsOf(error));
+      const byAffiliate = customer.referralId === undefined && affiliate.named !== undefined;
+      errors = formErrorsOf(error, { email: 'customer', referralId: byAffiliate ? 'affiliate' : 'customer' });
+      const field = error instanceof ApiError ? saleErrorField(error, form, byAffiliate) : undefined;
+      if (field) errors = withFieldError(errors, field, field === 'customer' && error instanceof ApiError && error.code === 'not_found' ? NEW_CUSTOMER : errors.message);
     }
+    // Nobody named: the service's "referralId, email or promoCode is required", said for this form.
+    if (errors.fields.customer && !optionalText(form.customer)) errors.fields.customer = 'Is required: the customer’s e-mail or referral id.';
+    if (customer.error) errors = withFieldError(errors, 'customer', customer.error);
+    if (affiliate.error) errors = withFieldError(errors, 'affiliate', affiliate.error);
+    if (both) errors = withFieldError(errors, 'affiliate', both);
+    return newSalePage(request, reply, form, errors, affiliate);
   });
 
   async function salePage(request: FastifyRequest, reply: FastifyReply, refundValue = '', refundErrors: FormErrors = noErrors) {
