@@ -13,6 +13,7 @@ import { uniqueEmail } from '../helpers/fixtures.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { csrfOf, WebClient } from '../helpers/web-client.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
+import { emailedLoginPath, signInByLink } from '../helpers/portal-client.ts';
 
 let t: TestServer;
 let smtp: SmtpReceiver;
@@ -45,24 +46,12 @@ function visitor(): WebClient {
 
 /** Asks for a login link by e-mail; returns the link from the message that arrives. */
 async function loginLinkFor(slug: string, email: string, who = visitor()): Promise<string> {
-  const before = smtp.received.length;
-  const page = await who.get(`/portal/${slug}/login`);
-  const answer = await who.post(`/portal/${slug}/login`, { _csrf: csrfOf(page.text), email });
-  assert.equal(answer.status, 200);
-  const mail = await smtp.waitFor((m) => smtp.received.indexOf(m) >= before && m.to.includes(email), 'the login e-mail');
-  const link = /http:\/\/tandem\.test(\/portal\/[a-z0-9-]+\/login\/[A-Za-z0-9_-]+)/.exec(mail.text);
-  assert.ok(link, mail.text);
-  return link[1]!;
+  return emailedLoginPath(who, smtp, slug, email);
 }
 
 /** Opens a login link and presses its button; returns the signed-in browser. */
-async function signIn(path: string, who = visitor()): Promise<WebClient> {
-  const page = await who.get(path);
-  assert.equal(page.status, 200, page.text.slice(0, 300));
-  const done = await who.post(path, { _csrf: csrfOf(page.text) });
-  assert.equal(done.status, 303);
-  assert.match(done.location ?? '', /\/home$/);
-  return who;
+function signIn(path: string, who = visitor()): Promise<WebClient> {
+  return signInByLink(who, path);
 }
 
 describe('signing in by e-mail', () => {

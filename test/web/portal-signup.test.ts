@@ -11,6 +11,7 @@ import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } fr
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
 import { csrfOf, WebClient } from '../helpers/web-client.ts';
 import { startSmtpReceiver, type SmtpReceiver } from '../helpers/smtp-receiver.ts';
+import { portalLinkPathIn, signInByLink } from '../helpers/portal-client.ts';
 
 let t: TestServer;
 let smtp: SmtpReceiver;
@@ -111,13 +112,7 @@ describe('signing up', () => {
     // The merchant's text is quoted in the subject, on one line.
     assert.equal(confirm.subject, `Confirm your e-mail for the affiliate program of "Open 'Outdoor' Buy now"`);
     assert.ok(!confirm.text.includes(affiliate.link), 'no welcome, no link to share before the address is confirmed');
-    const loginPath = new URL(/http:\/\/tandem\.test(\/portal\/\S+\/login\/\S+)/.exec(confirm.text)![1]!, 'http://tandem.test').pathname;
-
-    const browser = new WebClient(t.url);
-    const landing = await browser.get(loginPath);
-    assert.equal(landing.status, 200);
-    const signedIn = await browser.post(loginPath, { _csrf: csrfOf(landing.text) });
-    assert.equal(signedIn.status, 303);
+    await signInByLink(new WebClient(t.url), portalLinkPathIn(confirm.text));
     const welcome = await smtp.waitFor((m) => m.to.includes(jane.email) && m.subject.startsWith('Welcome'), 'the welcome e-mail');
     assert.equal(welcome.subject, `Welcome to the affiliate program of "Open 'Outdoor' Buy now"`);
     assert.ok(welcome.text.includes(`https://acme.example/?ref=${affiliate.link}`));
