@@ -32,6 +32,7 @@ import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { portalApiRoutes } from './modules/portal/portal.routes.ts';
 import { billingEventRoutes, stripeWebhookRoutes } from './modules/billing/billing.routes.ts';
+import { settleWaitingInvoicesOfReferral } from './modules/billing/stripe.service.ts';
 import { notFoundPage, webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
@@ -78,7 +79,9 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>();
-  const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock };
+  // A referral made through the API or the dashboard settles its customer's waiting Stripe
+  // invoices in its transaction: billing sits above referrals, so the app hands it down.
+  const services: AppServices = { db: database.db, config, clock: options.clock ?? systemClock, referralMade: settleWaitingInvoicesOfReferral };
   // Token revocations and program changes, made here or by other processes (the CLI, other
   // servers), reach this app's token cache at once (modules/tokens/token-cache.ts).
   let tokenChanges: ReturnType<DatabaseHandle['watchChanges']> | null = null;

@@ -21,6 +21,7 @@ import * as partialIndexes from './migrations/2026-11-28T0100-partial-indexes.ts
 import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.ts';
 import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-access-generation.ts';
 import * as webhookAfterSequence from './migrations/2026-11-30T0150-webhook-after-sequence.ts';
+import * as billingWaitingExpiry from './migrations/2026-12-01T0100-billing-waiting-expiry.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-29T0300-billing-disputes': billingDisputes,
   '2026-11-30T0100-portal-access-generation': portalAccessGeneration,
   '2026-11-30T0150-webhook-after-sequence': webhookAfterSequence,
+  '2026-12-01T0100-billing-waiting-expiry': billingWaitingExpiry,
 };
 
 export class MigrationError extends Error {}

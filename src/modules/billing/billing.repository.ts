@@ -3,6 +3,7 @@ import type { BillingDisputesTable, BillingEventsTable } from '../../db/schema.t
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
+import { dialectOf } from '../../db/dialect.ts';
 
 export type BillingEventRow = Selectable<BillingEventsTable>;
 
@@ -86,33 +87,91 @@ export async function invoiceOfPayment(db: Db, programId: string, paymentIntent:
   return row?.invoice_id;
 }
 
-/** A customer's invoices waiting for their referral, received since `since`, oldest first. */
-export function waitingInvoicesOf(db: Db, programId: string, customerId: string, since: string): Promise<BillingEventRow[]> {
-  return db
-    .selectFrom('billing_events')
-    .selectAll()
-    .where('program_id', '=', programId)
-    .where('outcome', '=', 'waiting')
-    .where('customer_id', '=', customerId)
-    .where('created_at', '>=', since)
-    .orderBy('created_at')
-    .limit(100)
-    .execute();
+/**
+ * The condition of a waiting invoice, written as a literal: it is the partial indexes' own
+ * condition (billing_events_waiting, billing_events_waiting_since), and a bound parameter in its
+ * place would keep SQLite (and a generic PostgreSQL plan) from using them.
+ */
+const WAITING = sql.lit<'waiting'>('waiting');
+
+/**
+ * Serialises, on PostgreSQL, the two sides of one customer's waiting invoices until the
+ * transaction ends: an invoice deciding to wait (after looking for the customer's referral) and
+ * a referral settling the customer's waiting invoices (after making it). Whichever comes second
+ * sees what the first committed, so an invoice never waits for a referral made at the same
+ * moment. SQLite runs one writer at a time: nothing to do.
+ */
+export async function lockWaitingInvoicesOf(tx: Tx, programId: string, customerId: string): Promise<void> {
+  if (dialectOf(tx) !== 'postgres') return;
+  await sql`select pg_advisory_xact_lock(hashtext('tandem:billing-waiting'), hashtext(${`${programId}:${customerId}`}))`.execute(tx);
 }
 
-/** Invoices that waited past `before` for a referral that never came: ignored, with the reason. */
-export async function expireWaitingInvoices(db: Db, programId: string, before: string): Promise<void> {
-  await db
+/**
+ * How many invoices of the program wait, counted up to `upTo` (the cap: the count never reads
+ * more index entries than that). On PostgreSQL it first takes the program's waiting lock until
+ * the transaction ends, so two invoices deciding to wait at once are counted one after the
+ * other and the cap holds exactly.
+ */
+export async function countWaitingInvoices(tx: Tx, programId: string, upTo: number): Promise<number> {
+  if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('tandem:billing-waiting-count'), hashtext(${programId}))`.execute(tx);
+  const row = await tx
+    .selectFrom((eb) => eb.selectFrom('billing_events').select('id').where('program_id', '=', programId).where('outcome', '=', WAITING).limit(upTo).as('w'))
+    .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Takes a customer's invoices waiting for their referral, received since `since` (oldest first,
+ * at most `limit`), out of waiting and returns them: found through the partial index on
+ * (program_id, customer_id) of the waiting rows, and marked in the same statement, so the
+ * worker's expiry cannot ignore one the caller is turning into a sale. The caller writes each
+ * one's outcome (settleBillingEvent) in the same transaction.
+ */
+export async function takeWaitingInvoicesOf(tx: Tx, programId: string, customerId: string, since: string, limit: number): Promise<BillingEventRow[]> {
+  return tx
     .updateTable('billing_events')
-    .set({ outcome: 'ignored', reason: 'the customer was not referred within 24 hours of the invoice', waiting: null })
+    .set({ outcome: 'ignored', reason: 'being settled' })
     .where('program_id', '=', programId)
-    .where('outcome', '=', 'waiting')
-    .where('created_at', '<', before)
+    .where('customer_id', '=', customerId)
+    .where('outcome', '=', WAITING)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('billing_events')
+        .select('id')
+        .where('program_id', '=', programId)
+        .where('customer_id', '=', customerId)
+        .where('outcome', '=', WAITING)
+        .where('created_at', '>=', since)
+        .orderBy('created_at')
+        .limit(limit),
+    )
+    .returningAll()
     .execute();
 }
 
-export async function settleBillingEvent(db: Db, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
-  await db.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', programId).where('id', '=', id).where('outcome', '=', 'waiting').execute();
+/** A settled waiting invoice's outcome (its kept invoice is no longer needed). */
+export async function settleBillingEvent(tx: Tx, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
+  await tx.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', programId).where('id', '=', id).execute();
+}
+
+/**
+ * One batch of the worker's expiry: at most `limit` invoices, of any program, that waited since
+ * before `before` for a referral that never came, ignored with `reason`; returns how many. Found
+ * through the partial index on the waiting rows' created_at; on PostgreSQL rows a request is
+ * settling at this moment are skipped (SKIP LOCKED), never waited for, and the outer condition
+ * is checked again on each row, so one settled meanwhile stays settled.
+ */
+export async function expireWaitingInvoicesBefore(db: Db, before: string, reason: string, limit: number): Promise<number> {
+  const skipLocked = dialectOf(db) === 'postgres' ? sql`for update skip locked` : sql``;
+  const result = await sql`
+    update billing_events set outcome = 'ignored', reason = ${reason}, waiting = null
+    where outcome = ${WAITING} and created_at < ${before}
+      and (program_id, id) in (
+        select program_id, id from billing_events
+        where outcome = ${WAITING} and created_at < ${before}
+        order by created_at limit ${limit} ${skipLocked})`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
 }
 
 /** Billing events received before `before` (the worker's purge, with the event history); waiting ones are long ignored by then. */
@@ -121,17 +180,4 @@ export function purgeBillingEventsBefore(db: Db, before: string): Promise<number
     const result = await sql`delete from billing_events where (program_id, id) in (select program_id, id from billing_events where created_at < ${before} limit ${limit})`.execute(db);
     return { numDeletedRows: result.numAffectedRows ?? 0n };
   });
-}
-
-/** Waiting invoices whose customer has been referred meanwhile (by the API or the dashboard), with the referral, at most `limit`. */
-export function waitingInvoicesOfReferredCustomers(db: Db, programId: string, limit: number): Promise<(BillingEventRow & { found_referral_id: string; referred_at: string | Date })[]> {
-  return db
-    .selectFrom('billing_events as b')
-    .innerJoin('referrals as r', (join) => join.onRef('r.program_id', '=', 'b.program_id').onRef('r.external_id_key', '=', 'b.customer_id'))
-    .selectAll('b')
-    .select(['r.id as found_referral_id', 'r.created_at as referred_at'])
-    .where('b.program_id', '=', programId)
-    .where('b.outcome', '=', 'waiting')
-    .limit(limit)
-    .execute();
 }

@@ -1,13 +1,14 @@
 import { Type } from '@sinclair/typebox';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { isUuid } from '../../domain/ids.ts';
-import { notFound } from '../../domain/errors.ts';
+import { ApiError, notFound } from '../../domain/errors.ts';
 import { DateTime, errorResponses, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { getProgram, toProgramContext } from '../programs/program.service.ts';
-import { getBillingEventPage, receiveStripeEvent, serializeBillingEvent } from './stripe.service.ts';
+import { getBillingEventPage, recordStripeEvent, serializeBillingEvent, verifyStripeEvent } from './stripe.service.ts';
 
 export const BillingEventSchema = Type.Object(
   {
@@ -80,22 +81,46 @@ const STRIPE_WEBHOOK_DOCS = {
       ['bad_request', "the `Stripe-Signature` header is missing, or does not match the program's signing secret within 5 minutes; or Stripe is not connected to the program; or the event is no JSON object, or its `id` or `type` is not 1 to 200 characters of text without control characters. Nothing is recorded"],
       ['not_found', 'no program with this id'],
       'payload_too_large',
+      ['rate_limited', "over the program's limit of verified Stripe events per minute (`RATE_LIMIT_PER_MINUTE`, counted apart from its API requests); nothing is recorded, `Retry-After` says when to retry, and Stripe retries by itself"],
     ),
   },
 };
 
 /**
  * Stripe's webhook endpoint: no bearer token (the Stripe-Signature header is the credential),
- * the raw body kept for the signature check.
+ * the raw body kept for the signature check. Each program may send RATE_LIMIT_PER_MINUTE
+ * verified events a minute (counted per process, apart from its API requests); past it the
+ * event is answered 429 with Retry-After and recorded nothing, and Stripe sends it again later.
  */
-export const stripeWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock }) => {
+export const stripeWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock, config }) => {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  const admit = await limitEventsPerProgram(app, config.rateLimitPerMinute);
   app.post('/api/billing/stripe/:programId', { config: { docs: STRIPE_WEBHOOK_DOCS } }, async (request, reply) => {
     const { programId } = request.params as { programId: string };
     if (!isUuid(programId)) throw notFound('Program');
     const program = toProgramContext(await getProgram(db, programId.toLowerCase()), clock);
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const signature = request.headers['stripe-signature'];
-    return reply.send(await receiveStripeEvent(db, program, raw, typeof signature === 'string' ? signature : undefined));
+    const event = await verifyStripeEvent(db, program, raw, typeof signature === 'string' ? signature : undefined);
+    // Counted once verified: a request without the program's secret spends nothing of its limit.
+    await admit(request, reply, program.id);
+    return reply.send(await recordStripeEvent(db, program, event));
   });
 };
+
+/**
+ * The per-program count of verified events (@fastify/rate-limit's store, keyed by the program,
+ * so one program's flood never touches another's count): a function that throws a 429 with
+ * Retry-After once the program is over `perMinute`; `0` turns it off.
+ */
+async function limitEventsPerProgram(app: FastifyInstance, perMinute: number): Promise<(request: FastifyRequest, reply: FastifyReply, programId: string) => Promise<void>> {
+  if (perMinute === 0) return async () => {};
+  await app.register(rateLimit, { global: false });
+  const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `stripe:${(request.params as { programId: string }).programId.toLowerCase()}` });
+  return async (request, reply, programId) => {
+    const counted = await count(request);
+    if (counted.isAllowed || !counted.isExceeded) return;
+    reply.header('retry-after', String(counted.ttlInSeconds));
+    throw new ApiError('rate_limited', `Program ${programId} is over its ${perMinute} Stripe events per minute; nothing was recorded. Retry in ${counted.ttlInSeconds} s (Stripe retries by itself).`);
+  };
+}

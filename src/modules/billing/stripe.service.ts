@@ -9,6 +9,7 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import { stripeAmountToMinor } from './stripe-currencies.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
+import type { Referral } from '../referrals/referral.schema.ts';
 import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.service.ts';
 import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
@@ -34,19 +35,20 @@ import {
   type StripeEnvelope,
 } from './stripe-payload.ts';
 import {
-  expireWaitingInvoices,
+  countWaitingInvoices,
+  expireWaitingInvoicesBefore,
   findDispute,
   insertBillingEventOnce,
   invoiceOfPayment,
   listBillingEvents,
+  lockWaitingInvoicesOf,
   recordDisputeState,
   recordPayment,
   setBillingEventOutcome,
   setStripeSecret,
   settleBillingEvent,
   stripeSecretOf,
-  waitingInvoicesOf,
-  waitingInvoicesOfReferredCustomers,
+  takeWaitingInvoicesOf,
   type BillingEventRow,
 } from './billing.repository.ts';
 import { open, seal } from './sealed-secret.ts';
@@ -71,6 +73,18 @@ const stripe = () => (stripeClient ??= import('stripe').then(({ default: StripeC
 const TOLERANCE_SECONDS = 300;
 /** An invoice of a customer not referred yet waits this long for the referral. */
 const WAITING_MS = 24 * 3_600_000;
+/**
+ * Invoices of customers not referred yet that one program keeps waiting at most; past it a new
+ * one is ignored with the reason. A shop's invoices arrive before their checkout for seconds,
+ * so a real program holds a handful; the cap bounds what a flood of invoices of unknown
+ * customers leaves behind (docs/security.md, Limits).
+ */
+export const WAITING_INVOICES_PER_PROGRAM = 10_000;
+/** A customer's waiting invoices one referral settles at most (the rest expire). */
+const SETTLED_PER_REFERRAL = 100;
+/** Waiting invoices the worker's expiry ignores per statement (and transaction). */
+export const WAITING_EXPIRY_BATCH = 500;
+const EXPIRED_REASON = 'the customer was not referred within 24 hours of the invoice';
 const SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
 
 const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
@@ -105,23 +119,29 @@ export function serializeBillingEvent(row: BillingEventRow): BillingEvent {
   };
 }
 
-export async function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
-  await settleOrExpireWaiting(db, program);
+/** A page of the program's billing events: one keyset read, whatever else the program holds. */
+export function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
   return listBillingEvents(db, program.id, page);
 }
 
 /**
- * Waiting invoices whose customer was referred meanwhile by another way than a Stripe event (the
- * API, the dashboard) become sales when that referral came within 24 hours; the rest expire
- * after 24 hours. Run before each list and each received event.
+ * The worker's expiry (maintenance/purge-expired.ts): invoices that waited more than 24 hours
+ * before `now` for their customer's referral are ignored with the reason, `batch` at a time —
+ * each batch one short statement, and the event loop is let go between two, so requests (and,
+ * on SQLite, their turn at the write lock) go on while a large backlog expires. Never run in a
+ * request. Returns how many expired and in how many batches.
  */
-async function settleOrExpireWaiting(db: Db, program: ProgramContext): Promise<void> {
-  for (const row of await waitingInvoicesOfReferredCustomers(db, program.id, 100)) {
-    const inTime = Date.parse(toIso(row.referred_at)) - Date.parse(toIso(row.created_at)) <= WAITING_MS;
-    const outcome = inTime ? await recordInvoiceSale(db, program, row.found_referral_id, JSON.parse(row.waiting ?? '{}') as WaitingInvoice) : ignored('the customer was not referred within 24 hours of the invoice');
-    await settleBillingEvent(db, program.id, row.id, outcome);
+export async function expireWaitingInvoices(db: Db, now: Date, batch = WAITING_EXPIRY_BATCH): Promise<{ expired: number; batches: number }> {
+  const before = new Date(now.getTime() - WAITING_MS).toISOString();
+  let expired = 0;
+  let batches = 0;
+  for (;;) {
+    const n = await expireWaitingInvoicesBefore(db, before, EXPIRED_REASON, batch);
+    expired += n;
+    batches++;
+    if (n < batch) return { expired, batches };
+    await new Promise((resolve) => setImmediate(resolve));
   }
-  await expireWaitingInvoices(db, program.id, new Date(program.clock().getTime() - WAITING_MS).toISOString());
 }
 
 type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>;
@@ -160,7 +180,7 @@ async function creditOf(db: Db, program: ProgramContext, ref: string | undefined
   return code === undefined ? undefined : { promoCode: code };
 }
 
-async function referCustomer(db: Db, program: ProgramContext, customer: StripeCustomer, credit: Credit | undefined): Promise<Outcome> {
+async function referCustomer(db: Tx, program: ProgramContext, customer: StripeCustomer, credit: Credit | undefined): Promise<Outcome> {
   if (!credit) return ignored('no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program');
   if (!customer.email) return ignored('the customer has no e-mail');
   const body = referralBody(customer, credit);
@@ -177,13 +197,29 @@ async function referCustomer(db: Db, program: ProgramContext, customer: StripeCu
   }
 }
 
-/** The invoices a customer's referral was waiting for: each becomes a sale now (within 24 hours of its arrival). */
-async function settleWaitingInvoices(db: Db, program: ProgramContext, customerId: string, referralId: string): Promise<void> {
+/**
+ * The invoices a customer's referral was waiting for: each that arrived within the last 24 hours
+ * becomes the referral's sale now, in the referral's transaction. Only this customer's waiting
+ * rows are read (by the index on the waiting rows' program and customer); one older than 24
+ * hours and not expired yet is left to the worker's expiry.
+ */
+async function settleWaitingInvoices(tx: Tx, program: ProgramContext, customerId: string, referralId: string): Promise<void> {
+  await lockWaitingInvoicesOf(tx, program.id, customerId);
   const since = new Date(program.clock().getTime() - WAITING_MS).toISOString();
-  for (const row of await waitingInvoicesOf(db, program.id, customerId, since)) {
+  for (const row of await takeWaitingInvoicesOf(tx, program.id, customerId, since, SETTLED_PER_REFERRAL)) {
     const invoice = JSON.parse(row.waiting ?? '{}') as WaitingInvoice;
-    await settleBillingEvent(db, program.id, row.id, await recordInvoiceSale(db, program, referralId, invoice));
+    await settleBillingEvent(tx, program.id, row.id, await recordInvoiceSale(tx, program, referralId, invoice));
   }
+}
+
+/**
+ * A referral made through the API or the dashboard (POST or PUT /referrals) with a
+ * referredUserExternalId: the Stripe invoices of that customer waiting for it become its sales,
+ * in the referral's transaction (app.ts passes this to the referral routes as
+ * AppServices.referralMade).
+ */
+export async function settleWaitingInvoicesOfReferral(tx: Tx, program: ProgramContext, referral: Referral): Promise<void> {
+  if (referral.referredUserExternalId) await settleWaitingInvoices(tx, program, referral.referredUserExternalId, referral.id);
 }
 
 /** The POST /sales body of a paid invoice (or session) of the referral, by the API's rules; the reason when they refuse it. */
@@ -252,7 +288,7 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, 
   return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
 }
 
-async function sellInvoice(db: Db, program: ProgramContext, invoice: Invoice): Promise<Outcome> {
+async function sellInvoice(db: Tx, program: ProgramContext, invoice: Invoice): Promise<Outcome> {
   if (!invoice.amountPaid || (invoice.amountPaid as number) <= 0) return ignored('nothing was paid');
   if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
   if (!invoice.customerId || !invoice.customer) return ignored('the invoice names no customer');
@@ -263,20 +299,34 @@ async function sellInvoice(db: Db, program: ProgramContext, invoice: Invoice): P
   if ('reason' in refused) return ignored(refused.reason);
   // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
   if (invoice.paymentIntent) await recordPayment(db, program.id, invoice.paymentIntent, invoice.id, program.clock().toISOString());
-  let referralId: string;
-  try {
-    referralId = (await getReferral(db, program, { externalId: invoice.customerId })).id;
-  } catch {
+  let referralId = await referralIdOfCustomer(db, program, invoice.customerId);
+  if (referralId === undefined) {
     // A promotion code on the invoice credits its affiliate: the customer becomes their referral.
     const byCode = await creditOf(db, program, undefined, invoice.promotion);
     if (byCode) {
       const referred = await referCustomer(db, program, invoice.customer, byCode);
       if (referred.outcome === 'recorded') return recordInvoiceSale(db, program, referred.referral_id!, waiting);
     }
-    // Stripe sends the first invoice before the checkout's customer as often as after.
-    return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${invoice.customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: invoice.customerId };
+    // Stripe sends the first invoice before the checkout's customer as often as after. Looked
+    // for again under the customer's lock: a referral committed meanwhile is seen, and one
+    // made after this waits for our commit and then finds the invoice (settleWaitingInvoices).
+    await lockWaitingInvoicesOf(db, program.id, invoice.customerId);
+    referralId = await referralIdOfCustomer(db, program, invoice.customerId);
   }
-  return recordInvoiceSale(db, program, referralId, waiting);
+  if (referralId !== undefined) return recordInvoiceSale(db, program, referralId, waiting);
+  if ((await countWaitingInvoices(db, program.id, WAITING_INVOICES_PER_PROGRAM)) >= WAITING_INVOICES_PER_PROGRAM) {
+    return ignored(`the customer ${invoice.customerId} is not referred, and ${WAITING_INVOICES_PER_PROGRAM.toLocaleString('en-US')} invoices of customers not referred yet are already waiting (the most a program keeps): this one is not kept`);
+  }
+  return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${invoice.customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: invoice.customerId };
+}
+
+async function referralIdOfCustomer(db: Db, program: ProgramContext, customerId: string): Promise<string | undefined> {
+  try {
+    return (await getReferral(db, program, { externalId: customerId })).id;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'not_found') return undefined;
+    throw error;
+  }
 }
 
 /** A charge's refunds: its sale (by invoice, or by the payment the invoice was paid with) refunded up to Stripe's cumulative amount. */
@@ -335,10 +385,12 @@ async function handle(db: Tx, program: ProgramContext, { type, event }: StripeEn
 }
 
 /**
- * One delivery from Stripe: verified, handled, stored once. Throws a 400 for a missing or bad
- * signature (nothing recorded); answers whether the event was new.
+ * A delivery from Stripe, verified: its signature by the program's secret (a missing or bad one,
+ * or none saved, is a 400 and nothing is recorded), then the id and type it will be stored
+ * under. What counts against the program's limit of events per minute is only what passes here
+ * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
-export async function receiveStripeEvent(db: Db, program: ProgramContext, rawBody: Buffer, signature: string | undefined): Promise<{ received: true; duplicate: boolean }> {
+export async function verifyStripeEvent(db: Db, program: ProgramContext, rawBody: Buffer, signature: string | undefined): Promise<StripeEnvelope> {
   const sealed = await stripeSecretOf(db, program.id);
   if (!sealed) throw new ApiError('bad_request', 'Stripe is not connected to this program: save its webhook signing secret first.');
   const client = await stripe();
@@ -351,8 +403,15 @@ export async function receiveStripeEvent(db: Db, program: ProgramContext, rawBod
   // Signed, but an id or type the event could not be stored under: refused, nothing recorded.
   const envelope = readEnvelope(parsed);
   if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
-  const event = envelope.value;
-  await settleOrExpireWaiting(db, program);
+  return envelope.value;
+}
+
+/**
+ * A verified event handled and stored once; answers whether it was new. Its work reads only
+ * what the event names (a customer, an invoice, a payment): never the program's other waiting
+ * invoices or history.
+ */
+export async function recordStripeEvent(db: Db, program: ProgramContext, event: StripeEnvelope): Promise<{ received: true; duplicate: boolean }> {
   // The id is claimed first, in the transaction of the event's work (the services' own
   // transactions run inside it, as savepoints): a redelivery finds the claim and does nothing,
   // and work that fails takes its claim back with it, so Stripe's retry does it again.

@@ -6,6 +6,7 @@ import { purgeClicksBefore } from '../tracking/click.repository.ts';
 import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
 import { purgeMailBefore } from '../mail/mail.repository.ts';
 import { purgeBillingEventsBefore } from '../billing/billing.repository.ts';
+import { expireWaitingInvoices } from '../billing/stripe.service.ts';
 
 /** Sent and given-up e-mail is kept this long (to see what went out), then purged. */
 const MAIL_KEPT_MS = 30 * 86_400_000;
@@ -20,6 +21,8 @@ export interface PurgedCounts {
   mail: number;
   portalLogins: number;
   passwordResets: number;
+  /** Stripe invoices that waited 24 hours for their customer's referral, now ignored (not deleted). */
+  waitingInvoicesExpired: number;
   billingEvents: number;
 }
 
@@ -35,7 +38,8 @@ const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
  * recognised), Idempotency-Key records older than their 24 hours, attempt counters whose
  * window has ended, click rows of UTC days more than `clickRetentionDays` back (the
  * once-a-day dedupe needs only today's; the counters and daily counts keep every click), and
- * e-mail sent or given up more than 30 days ago.
+ * e-mail sent or given up more than 30 days ago. Stripe invoices that waited 24 hours for their
+ * customer's referral are marked ignored, in batches (billing/stripe.service.ts).
  * Run by the worker.
  */
 export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION): Promise<PurgedCounts> {
@@ -50,6 +54,7 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
     portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso)),
     passwordResets: await inBatches(db, 'password_reset_tokens', 'token_hash', 'expires_at', nowIso),
+    waitingInvoicesExpired: (await expireWaitingInvoices(db, now)).expired,
     // Billing events go with the rest of the event history (EVENT_RETENTION_DAYS).
     billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString()),
   };

@@ -10,7 +10,7 @@ import { createReferral, deleteReferral, getReferral, getReferralPage, serialize
 
 const referrals = oneOrMany(ReferralSchema);
 
-export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
+export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config, referralMade }) => {
   app.post(
     '/referrals',
     {
@@ -22,7 +22,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
         response: { 201: ReferralSchema, ...errorResponses(['not_found', 'no affiliate, link or promotional code matches'], ['conflict', 'a referral with this e-mail already exists in the program'], 'duplicate_referral', 'affiliate_inactive', ...PROMO_CODE_REFUSALS) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createReferral(db, request.auth.program, request.body)),
+    async (request, reply) => reply.code(201).send(await createReferral(db, request.auth.program, request.body, referralMade)),
   );
 
   app.get(
@@ -60,7 +60,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       },
       preValidation: targetFromQuery(UpdateReferralTarget),
     },
-    async (request) => updateReferral(db, request.auth.program, eitherId<string>(request.body, 'referralId', 'id'), request.body),
+    async (request) => updateReferral(db, request.auth.program, eitherId<string>(request.body, 'referralId', 'id'), request.body, referralMade),
   );
 
   app.delete(

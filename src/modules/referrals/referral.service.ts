@@ -112,7 +112,15 @@ export async function insertOrGetCustomer(tx: Tx, program: ProgramContext, credi
   return { row: existing, created: false };
 }
 
-export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody): Promise<Referral> {
+/**
+ * Work of a module above this one, done in the transaction that makes a referral or gives it a
+ * referredUserExternalId: billing turns the customer's waiting Stripe invoices into sales
+ * (billing/stripe.service.ts). app.ts hands it to the routes (AppServices.referralMade), so
+ * this module need not know billing.
+ */
+export type ReferralMade = (tx: Tx, program: ProgramContext, referral: Referral) => Promise<void>;
+
+export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody, referralMade?: ReferralMade): Promise<Referral> {
   if (body.affiliateId === undefined && body.affiliateEmail === undefined && body.promoCode === undefined) {
     throw new ApiError('validation_failed', 'Name who referred this user.', [
       { pointer: '#/affiliateId', detail: 'affiliateId, affiliateEmail or promoCode is required' },
@@ -126,7 +134,11 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       findExisting: (q) => findReferralIdByExternalId(q, program.id, externalId),
       duplicateOf: (existingId) => duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId),
     },
-    (tx) => referInTransaction(tx, program, body),
+    async (tx) => {
+      const referral = await referInTransaction(tx, program, body);
+      if (referralMade && referral.referredUserExternalId) await referralMade(tx, program, referral);
+      return referral;
+    },
   );
 }
 
@@ -188,7 +200,7 @@ export function countMatchingReferrals(db: Db, program: ProgramContext, filter: 
  * credited does not change (delete and record again for that); sales keep the name and e-mail
  * they were recorded with.
  */
-export async function updateReferral(db: Db, program: ProgramContext, id: string, body: UpdateReferralBody): Promise<Referral> {
+export async function updateReferral(db: Db, program: ProgramContext, id: string, body: UpdateReferralBody, referralMade?: ReferralMade): Promise<Referral> {
   const externalId = body.referredUserExternalId;
   const work = async (tx: Tx) => {
     const current = await findReferral(tx, program.id, { id });
@@ -211,6 +223,7 @@ export async function updateReferral(db: Db, program: ProgramContext, id: string
     }
     const updated = serializeReferral({ ...current, ...changes });
     await recordEvent(tx, program.id, 'referral.updated', updated, now);
+    if (referralMade && externalId && externalId !== current.referred_user_external_id) await referralMade(tx, program, updated);
     return updated;
   };
   if (externalId === undefined) return inTransaction(db, work);

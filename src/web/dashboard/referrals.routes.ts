@@ -51,7 +51,7 @@ export function referralTable(rows: ReferralRow[], names: AffiliateNames | null,
   </table></div>`;
 }
 
-export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
+export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db, referralMade }) => {
   app.get('/referrals', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const query = readQuery(request);
@@ -133,7 +133,7 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db 
         plan: optionalText(form.plan),
       });
       if (!affiliate.error) {
-        await createReferral(db, context, body);
+        await createReferral(db, context, body, referralMade);
         return redirectDone(reply, `${base}/referrals`, 'recorded');
       }
       errors = noErrors;
