@@ -68,12 +68,13 @@ async function seedOwedAffiliates(programId: string): Promise<void> {
 }
 
 describe('a payout run over 20,000 affiliates', () => {
-  it('pays every affiliate once while another program records sales, each answered within a second', async () => {
+  it('pays every affiliate once while another program records sales, none held up for more than a moment of the run', async () => {
     const month = await t.createTenant({ currency: 'USD' });
     const other = await t.createTenant({ currency: 'USD' });
     await seedOwedAffiliates(month.programId);
     const seller = await newAffiliate<{ id: string }>(other);
 
+    const runStarted = performance.now();
     let running = true;
     const run = month.post('/payouts', {}).finally(() => (running = false));
     const writeLatencies: number[] = [];
@@ -85,11 +86,14 @@ describe('a payout run over 20,000 affiliates', () => {
       writes++;
     }
     const response = await run;
+    const runTook = performance.now() - runStarted;
     assert.equal(response.status, 201, JSON.stringify(response.body).slice(0, 500));
     assert.equal(response.body.length, AFFILIATES);
     assert.ok(writes >= 2, `the other program wrote during the run (${writes} sales)`);
+    // Relative to the run, so a loaded machine slows both sides: on the old code the whole run
+    // was one write transaction, and a sale arriving meanwhile waited for nearly all of it.
     const slowest = Math.max(...writeLatencies);
-    assert.ok(slowest < 1000, `the other program's slowest sale during the run took ${slowest.toFixed(0)} ms`);
+    assert.ok(slowest < runTook / 4, `the other program's slowest sale during the run took ${slowest.toFixed(0)} ms of the run's ${runTook.toFixed(0)} ms`);
 
     const db = rawDb(t);
     const open = await db.selectFrom('commission_entries').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', month.programId).where('payout_id', 'is', null).executeTakeFirstOrThrow();
