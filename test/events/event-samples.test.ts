@@ -318,7 +318,7 @@ describe('docs/events.md samples and signatures against real events', () => {
     for (const file of readdirSync(SRC_DIR, { recursive: true }) as string[]) {
       if (!file.endsWith('.ts')) continue;
       const source = readFileSync(join(SRC_DIR.pathname, file), 'utf8');
-      for (const m of source.matchAll(/recordEvent\(\s*\w+\s*,[^,]+,\s*'([a-z_.]+)'/g)) emittedInSource.add(m[1]!);
+      for (const m of source.matchAll(/recordEvents?\(\s*\w+\s*,[^,]+,\s*'([a-z_.]+)'/g)) emittedInSource.add(m[1]!);
     }
     assert.deepEqual(
       [...emittedInSource].sort(),
