@@ -113,27 +113,34 @@ const SEQUENCE_BATCH = 1000;
  * waiting (events written by an older release without a number are still numbered here).
  */
 export async function sequenceEvents(db: Db): Promise<number> {
-  return inTransaction(db, async (tx) => {
-    // Taking the row lock first: a concurrent sequencer waits here until this one commits.
-    const state = await tx
-      .updateTable('outbox_state')
-      .set((eb) => ({ last_sequence: eb.ref('last_sequence') }))
-      .where('id', '=', 1)
-      .returning('last_sequence')
-      .executeTakeFirstOrThrow();
-    const last = Number(state.last_sequence);
-    const numbered = await sql`
-      update events set sequence = ${last} + numbered.n
-      from (
-        select id, row_number() over (order by created_at, id) as n
-        from (select id, created_at from events where sequence is null order by created_at, id limit ${SEQUENCE_BATCH}) as pending
-      ) as numbered
-      where events.id = numbered.id`.execute(tx);
-    const count = Number(numbered.numAffectedRows ?? 0n);
-    if (count === 0) return 0;
-    await tx.updateTable('outbox_state').set({ last_sequence: last + count }).where('id', '=', 1).execute();
-    return count;
-  });
+  return inTransaction(db, numberCommittedEvents);
+}
+
+/**
+ * One sequencing step inside the caller's transaction (sequenceEvents; a new subscription, so
+ * that what committed before it is numbered before it, see webhooks' createWebhook). Holds the
+ * outbox lock until the transaction ends.
+ */
+export async function numberCommittedEvents(tx: Tx): Promise<number> {
+  // Taking the row lock first: a concurrent sequencer waits here until this one commits.
+  const state = await tx
+    .updateTable('outbox_state')
+    .set((eb) => ({ last_sequence: eb.ref('last_sequence') }))
+    .where('id', '=', 1)
+    .returning('last_sequence')
+    .executeTakeFirstOrThrow();
+  const last = Number(state.last_sequence);
+  const numbered = await sql`
+    update events set sequence = ${last} + numbered.n
+    from (
+      select id, row_number() over (order by created_at, id) as n
+      from (select id, created_at from events where sequence is null order by created_at, id limit ${SEQUENCE_BATCH}) as pending
+    ) as numbered
+    where events.id = numbered.id`.execute(tx);
+  const count = Number(numbered.numAffectedRows ?? 0n);
+  if (count === 0) return 0;
+  await tx.updateTable('outbox_state').set({ last_sequence: last + count }).where('id', '=', 1).execute();
+  return count;
 }
 
 export interface EventRow {

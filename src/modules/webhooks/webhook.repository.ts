@@ -11,8 +11,8 @@ export type WebhookRow = Selectable<WebhooksTable>;
 
 /**
  * A new subscription, starting after the last event numbered now (`after_sequence`): it gets
- * the events written from here on, whatever time they report. (PostgreSQL numbers events just
- * after they commit, so one committed a moment before may be numbered after and go to it too.)
+ * the events written from here on, whatever time they report. (On PostgreSQL, createWebhook
+ * numbers what has committed first, in the same transaction.)
  */
 export function insertWebhook(db: Db, row: Omit<Insertable<WebhooksTable>, 'after_sequence'>) {
   return db
