@@ -21,10 +21,15 @@ export type LogFormat = 'pretty' | 'json';
 const REDACTED = '[redacted]';
 /** A path (decoded) whose rest is a one-time secret; group 1 is what stays. */
 const SECRET_PATH = /^(\/+portal\/+[^/]+\/+login\/+|\/+reset-password\/+)[^/]/i;
-/** Cheap first look: a URL without any of these holds no secret. */
-const MAYBE_SECRET = /[?%]|login\/|reset-password\//i;
 /** Query parameters whose value is a secret (names compared in lower case, brackets ignored). */
-const SECRET_PARAMETERS = new Set(['code', 'state', 'token', 'access_token', 'refresh_token', 'id_token', 'code_verifier', 'client_secret', 'password', 'secret', 'api_key', 'apikey']);
+const SECRET_NAMES = ['code', 'state', 'token', 'access_token', 'refresh_token', 'id_token', 'code_verifier', 'client_secret', 'password', 'secret', 'api_key', 'apikey'];
+const SECRET_PARAMETERS = new Set(SECRET_NAMES);
+/**
+ * Cheap first look, on every request line: a URL with no escape, no secret path and no
+ * parameter of those names (or `next`) holds no secret and is logged as it is. (Sending every
+ * URL with a query through the parsing below cost ~12 µs of CPU per API lookup, measured.)
+ */
+const MAYBE_SECRET = new RegExp(`%|login/|reset-password/|[?&](?:${[...SECRET_NAMES, 'next'].join('|')})(?:[=[&]|$)`, 'i');
 
 function decodedOrAsIs(text: string): string {
   try {
