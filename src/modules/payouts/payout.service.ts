@@ -78,18 +78,19 @@ export async function runPayouts(db: Db, program: ProgramContext, body: RunPayou
   const startedAt = program.clock().toISOString();
   const owed = await affiliatesOwed(db, program.id, startedAt, program.plan.minimumPayout, body.affiliateId);
   const made: Payout[] = [];
-  for (let start = 0; start < owed.length && countEntries(made) < MAX_ENTRIES_PER_RUN; start += PAYOUT_BATCH_AFFILIATES) {
+  let entriesTaken = 0;
+  for (let start = 0; start < owed.length && entriesTaken < MAX_ENTRIES_PER_RUN; start += PAYOUT_BATCH_AFFILIATES) {
     if (start > 0) await setImmediate(); // the requests that arrived meanwhile go first
     const batch = owed.slice(start, start + PAYOUT_BATCH_AFFILIATES);
-    const entriesLeft = MAX_ENTRIES_PER_RUN - countEntries(made);
+    const entriesLeft = MAX_ENTRIES_PER_RUN - entriesTaken;
     // A batch's transaction answers nothing: the run's answer is every batch's payouts, stored
     // for an Idempotency-Key once the run is over (a retry after a crash runs what is left).
-    made.push(...(await withoutBeforeCommit(() => inTransaction(db, (tx) => payBatch(tx, program, batch, entriesLeft)))));
+    const paid = await withoutBeforeCommit(() => inTransaction(db, (tx) => payBatch(tx, program, batch, entriesLeft)));
+    for (const payout of paid) entriesTaken += payout.entryCount;
+    made.push(...paid);
   }
   return made;
 }
-
-const countEntries = (payouts: Payout[]) => payouts.reduce((sum, payout) => sum + payout.entryCount, 0);
 
 /**
  * The payouts of a batch of affiliates, each of its open due entries read under lock (a refund

@@ -43,17 +43,27 @@ async function currentHolder(db: Db | Tx, programId: string, holder: PortalHolde
   return canSignIn(affiliate) && Number(affiliate.portal_generation) === Number(holder.affiliate_generation) ? affiliate : undefined;
 }
 
-async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRow, purpose: 'email' | 'app', portal: PortalAddress) {
+/** How long a link of each purpose works, and the message that carries it (none: the caller hands it over). */
+const LINKS = {
+  email: { lifetimeMs: EMAIL_LINK_MS, mail: loginLinkMail },
+  app: { lifetimeMs: APP_LINK_MS, mail: null },
+  signup: { lifetimeMs: SIGNUP_LINK_MS, mail: signUpConfirmMail },
+} as const;
+
+/**
+ * A new sign-in link of `purpose` for the affiliate, in the caller's transaction: stored as its
+ * hash, and mailed when its purpose is to be mailed. The link and its expiry (a transaction of
+ * POST /affiliates/portal-link answers with them: an Idempotency-Key stores the answer).
+ */
+async function issueLink(tx: Tx, program: ProgramContext, affiliate: AffiliateRow, purpose: keyof typeof LINKS, portal: PortalAddress) {
   const token = randomToken(32);
   const now = program.clock();
-  const expiresAt = new Date(now.getTime() + (purpose === 'email' ? EMAIL_LINK_MS : APP_LINK_MS)).toISOString();
+  const { lifetimeMs, mail } = LINKS[purpose];
+  const expiresAt = new Date(now.getTime() + lifetimeMs).toISOString();
   const url = `${portal.portalUrl}/login/${token}`;
-  // The transaction's result is the answer (an Idempotency-Key stores it with the link).
-  return inTransaction(db, async (tx) => {
-    await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, purpose, expires_at: expiresAt, created_at: now.toISOString() });
-    if (purpose === 'email') await queueMail(tx, program.id, loginLinkMail(program, { firstName: affiliate.first_name, email: affiliate.email }, url), now.toISOString());
-    return { url, expiresAt };
-  });
+  await insertLoginToken(tx, { token_hash: sha256(token), program_id: program.id, affiliate_id: affiliate.id, affiliate_generation: affiliate.portal_generation, purpose, expires_at: expiresAt, created_at: now.toISOString() });
+  if (mail) await queueMail(tx, program.id, mail(program, { firstName: affiliate.first_name, email: affiliate.email }, url), now.toISOString());
+  return { url, expiresAt };
 }
 
 /**
@@ -63,19 +73,7 @@ async function issueLink(db: Db, program: ProgramContext, affiliate: AffiliateRo
  */
 export async function queueSignUpConfirmation(tx: Tx, program: ProgramContext, affiliateId: string, portal: PortalAddress): Promise<void> {
   const affiliate = await findAffiliate(tx, program.id, { id: affiliateId });
-  if (!canSignIn(affiliate)) return;
-  const token = randomToken(32);
-  const now = program.clock();
-  await insertLoginToken(tx, {
-    token_hash: sha256(token),
-    program_id: program.id,
-    affiliate_id: affiliate.id,
-    affiliate_generation: affiliate.portal_generation,
-    purpose: 'signup',
-    expires_at: new Date(now.getTime() + SIGNUP_LINK_MS).toISOString(),
-    created_at: now.toISOString(),
-  });
-  await queueMail(tx, program.id, signUpConfirmMail(program, { firstName: affiliate.first_name, email: affiliate.email }, `${portal.portalUrl}/login/${token}`), now.toISOString());
+  if (canSignIn(affiliate)) await issueLink(tx, program, affiliate, 'signup', portal);
 }
 
 /**
@@ -84,7 +82,7 @@ export async function queueSignUpConfirmation(tx: Tx, program: ProgramContext, a
  */
 export async function sendLoginLink(db: Db, program: ProgramContext, email: string, portal: PortalAddress): Promise<void> {
   const affiliate = await findAffiliate(db, program.id, { emailKey: normaliseEmail(email).key });
-  if (canSignIn(affiliate)) await issueLink(db, program, affiliate, 'email', portal);
+  if (canSignIn(affiliate)) await inTransaction(db, (tx) => issueLink(tx, program, affiliate, 'email', portal));
 }
 
 /** POST /affiliates/portal-link: a 5-minute link for the merchant's app to hand to a signed-in affiliate. */
@@ -95,7 +93,7 @@ export async function createPortalLink(db: Db, program: ProgramContext, by: { af
   const affiliate = await findAffiliate(db, program.id, { id: by.affiliateId, emailKey: by.email === undefined ? undefined : normaliseEmail(by.email).key });
   if (!affiliate) throw notFound('Affiliate');
   if (!canSignIn(affiliate)) throw new ApiError('affiliate_inactive', 'The affiliate is not approved and active, so it cannot sign in to the portal.');
-  return issueLink(db, program, affiliate, 'app', portal);
+  return inTransaction(db, (tx) => issueLink(tx, program, affiliate, 'app', portal));
 }
 
 /** Whom a login link would sign in (for its page), without using it; undefined when unusable. */
