@@ -7,7 +7,6 @@
 // receiver is limited per program. Both dialects.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import Stripe from 'stripe';
 import { sql } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
@@ -17,11 +16,11 @@ import * as stripeService from '../../src/modules/billing/stripe.service.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
+import { postStripeEvent, stripeEvent, stripeId } from '../helpers/stripe-events.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { testDialect } from '../helpers/test-database.ts';
 import { BrowserSession } from '../helpers/browser-session.ts';
 
-const stripe = new Stripe('sk_test_unused');
 const EXPIRED = 'the customer was not referred within 24 hours of the invoice';
 /** Read through the module, so this file still loads (and its tests fail one by one) on code without them. */
 const CAP: number = (stripeService as { WAITING_INVOICES_PER_PROGRAM?: number }).WAITING_INVOICES_PER_PROGRAM ?? 10_000;
@@ -55,23 +54,15 @@ async function connectedProgram(server: TestServer = t): Promise<Connected> {
   return { api, programId: program.id, secret, affiliate };
 }
 
-const stripeId = (prefix: string) => `${prefix}_${unique('x')}`;
-
-function event(type: string, object: Record<string, unknown>) {
-  return { id: stripeId('evt'), object: 'event', api_version: '2025-03-31.basil', created: Math.floor(Date.now() / 1000), type, data: { object } };
-}
+const event = stripeEvent;
 
 const customerEvent = (ref: string, customerId = stripeId('cus')) =>
   event('customer.created', { id: customerId, object: 'customer', email: uniqueEmail('customer'), name: 'Carl Customer', metadata: { tandem_referral: ref } });
 
 const invoiceEvent = (customerId: string, amountPaid = 1000) => event('invoice.paid', { id: stripeId('in'), object: 'invoice', customer: customerId, amount_paid: amountPaid, currency: 'usd', status: 'paid' });
 
-async function deliver(to: Connected, body: object, server: TestServer = t, secret: string | null = to.secret) {
-  const payload = JSON.stringify(body);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (secret !== null) headers['stripe-signature'] = stripe.webhooks.generateTestHeaderString({ payload, secret });
-  const res = await fetch(`${server.url}/api/billing/stripe/${to.programId}`, { method: 'POST', headers, body: payload });
-  return { status: res.status, headers: res.headers, body: await res.json() };
+function deliver(to: Connected, body: object, server: TestServer = t, secret: string | null = to.secret) {
+  return postStripeEvent(server.url, to.programId, body, secret);
 }
 
 async function outcomeOf(programId: string, eventId: string): Promise<{ outcome: string; reason: string | null; sale_id: unknown }> {

@@ -12,6 +12,7 @@ import { createUser } from '../../src/modules/users/user.service.ts';
 import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
+import { postStripeEvent, stripeEvent } from '../helpers/stripe-events.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 import { readFileSync } from 'node:fs';
@@ -45,17 +46,10 @@ async function connectedProgram(currency = 'USD', ownerId?: string): Promise<Con
   return { api, programId: program.id, secret, affiliate };
 }
 
-/** A Stripe-shaped event (trimmed to what Tandem reads). */
-function event(type: string, object: Record<string, unknown>) {
-  return { id: `evt_${unique('e').replace(/[^A-Za-z0-9]/g, '')}`, object: 'event', api_version: '2025-03-31.basil', created: Math.floor(Date.now() / 1000), type, data: { object } };
-}
+const event = stripeEvent;
 
-async function deliver(programId: string, body: object, secret: string | null, headerOverride?: string) {
-  const payload = JSON.stringify(body);
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (secret !== null) headers['stripe-signature'] = headerOverride ?? stripe.webhooks.generateTestHeaderString({ payload, secret });
-  const res = await fetch(`${t.url}/api/billing/stripe/${programId}`, { method: 'POST', headers, body: payload });
-  return { status: res.status, body: await res.json() };
+function deliver(programId: string, body: object, secret: string | null, headerOverride?: string) {
+  return postStripeEvent(t.url, programId, body, secret, headerOverride);
 }
 
 const customerEvent = (ref: string | undefined, customerId = `cus_${unique('c').replace(/[^A-Za-z0-9]/g, '')}`, email = uniqueEmail('customer')) =>

@@ -4,7 +4,6 @@
 // time it reports — and must not get what was written before it subscribed.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import Stripe from 'stripe';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { rawDb, startTestServer, apiClient, type TestServer } from '../helpers/test-server.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
@@ -13,8 +12,8 @@ import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { postStripeEvent, stripeEvent, stripeId } from '../helpers/stripe-events.ts';
 
-const stripe = new Stripe('sk_test_unused');
 let t: TestServer;
 let receiver: WebhookReceiver;
 
@@ -27,20 +26,11 @@ after(async () => {
   await t.close();
 });
 
-const stripeId = (prefix: string) => `${prefix}_${unique('x').replace(/[^A-Za-z0-9]/g, '')}`;
-
-function event(type: string, object: Record<string, unknown>) {
-  return { id: stripeId('evt'), object: 'event', api_version: '2025-03-31.basil', created: Math.floor(Date.now() / 1000), type, data: { object } };
-}
+const event = stripeEvent;
 
 async function deliver(programId: string, body: object, secret: string): Promise<void> {
-  const payload = JSON.stringify(body);
-  const res = await fetch(`${t.url}/api/billing/stripe/${programId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret }) },
-    body: payload,
-  });
-  assert.equal(res.status, 200, await res.text());
+  const res = await postStripeEvent(t.url, programId, body, secret);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
 }
 
 describe('events dated before they were written', () => {
