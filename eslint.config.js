@@ -1,5 +1,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { readdirSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
+import { IMPORT_EXCEPTIONS, MODULE_ORDER } from './module-order.mjs';
 
 export default tseslint.config(
   { ignores: ['node_modules', 'data', 'docs', 'dist', 'integrations/*/node_modules'] },
@@ -25,8 +28,8 @@ export default tseslint.config(
     },
   },
   { files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**'], rules: { 'no-restricted-properties': 'off' } },
-  // The floors of the house (ARCHITECTURE.md): imports run downward only. Each block names what
-  // its files may not import; a later block for the same files replaces an earlier one's list.
+  // The floors of the house and the module order (ARCHITECTURE.md, module-order.mjs): imports
+  // run downward only, checked on every file of src/.
   ...importBoundaries(),
   // The tracking script merchants include: plain browser JavaScript with the browser's globals. It
   // runs on merchants' pages, where the time is the visitor's, not an injected clock.
@@ -39,39 +42,87 @@ export default tseslint.config(
   { files: ['test/**'], rules: { '@typescript-eslint/no-explicit-any': 'off' } },
 );
 
+/**
+ * The import rules, one `no-restricted-imports` list per folder, for every file of it:
+ * - the floors of the house: domain/ imports nothing of db/, http/, modules/ or web/; db/ nothing
+ *   of http/, modules/ or web/; http/ no module and no page; modules/ no page; nothing below them
+ *   imports app.ts, server.ts or cli/;
+ * - src/modules/ by MODULE_ORDER: a module imports only modules on floors below its own, and
+ *   another module's repository only from ledger/ (or ledger's repository, from anywhere);
+ * - services and repositories take plain input: nothing of http/ but its shared schemas;
+ * - pages (web/) import no repository;
+ * - the imports in IMPORT_EXCEPTIONS, each with its reason, are let through for their file alone.
+ * A later block for the same file replaces an earlier one's list, so each block carries the
+ * whole list of its files.
+ */
 function importBoundaries() {
-  const rule = (patterns) => ({ '@typescript-eslint/no-restricted-imports': ['error', { patterns }] });
+  const modulesDir = new URL('./src/modules/', import.meta.url);
+  const folders = readdirSync(modulesDir, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  const floorOf = new Map(MODULE_ORDER.flatMap((floor, index) => floor.map((name) => [name, index])));
+  const unplaced = folders.filter((name) => !floorOf.has(name));
+  const absent = [...floorOf.keys()].filter((name) => !folders.includes(name));
+  if (unplaced.length > 0 || absent.length > 0 || floorOf.size !== MODULE_ORDER.flat().length) {
+    throw new Error(`module-order.mjs: every folder of src/modules/ on exactly one floor (not placed: ${unplaced.join(', ') || 'none'}; not a folder: ${absent.join(', ') || 'none'})`);
+  }
+
   const layer = (names, message) => ({ group: names.map((name) => `**/${name}/**`), message });
+  const TOP = { group: ['**/app.ts', '**/server.ts', '**/cli/**'], message: 'app.ts, server.ts and cli/ are the top of the house: nothing below them imports them.' };
   const notHttp = { group: ['**/http/**', '!**/http/schemas.ts'], message: 'Services and repositories take plain input: the route resolves HTTP matters (http/schemas.ts types excepted).' };
-  const notWeb = layer(['web'], 'Modules never import the web side.');
-  // A module reads another module's data through that module's service, or through ledger/
-  // (the one place that writes counters); the listed files are the downward reads that remain.
-  const otherRepository = {
-    group: ['../*/*.repository.ts', '!../ledger/ledger.repository.ts'],
-    message: "A module's repository is imported only from its own folder or ledger/; call the other module's service.",
-  };
-  return [
-    { files: ['src/domain/**'], rules: rule([layer(['db', 'http', 'modules', 'web'], 'domain/ holds pure rules: it imports nothing but itself.')]) },
-    { files: ['src/http/**'], rules: rule([layer(['modules', 'web'], 'http/ imports no module: app.ts passes what it needs.')]) },
-    { files: ['src/modules/**/*.service.ts', 'src/modules/**/*.repository.ts'], rules: rule([notHttp, notWeb, otherRepository]) },
-    {
-      // Downward reads of another module's rows, kept with the reason (see the middle-wing review):
-      // reports/ is a read model over four tables; the rest read one row to act on it.
-      files: [
-        'src/modules/reports/overview.service.ts',
-        'src/modules/sales/sale.service.ts',
-        'src/modules/referrals/referral.service.ts',
-        'src/modules/referrals/referral.repository.ts',
-        'src/modules/tracking/click.service.ts',
-        'src/modules/affiliates/affiliate.service.ts',
-        'src/modules/tokens/token.service.ts',
-        'src/modules/ledger/*.service.ts',
-        'src/modules/payouts/*.service.ts',
-        'src/modules/portal/*.service.ts',
-      ],
-      rules: rule([notHttp, notWeb]),
-    },
-    // Pages render what services return; row types remain in three list pages until R4's domain lists.
-    { files: ['src/web/**'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repository.ts'], allowTypeImports: true, message: 'Pages go through services, never repositories.' }] }] } },
+  const noRepository = (message) => ({ group: ['**/*.repository.ts'], message });
+  const floorName = (index) => `floor ${index + 1} of ${MODULE_ORDER.length}`;
+
+  /** The whole list for a file of `area` (domain, db, http, web, or modules/<name>); `role`: service or repository. */
+  function restrictions(area, role) {
+    if (area === 'domain') return [layer(['db', 'http', 'modules', 'web'], 'domain/ holds pure rules: it imports nothing of db/, http/, modules/ or web/.'), TOP];
+    if (area === 'db') return [layer(['http', 'modules', 'web'], 'db/ is below http/ and the modules: it imports none of them.'), TOP];
+    if (area === 'http') return [layer(['modules', 'web'], 'http/ imports no module and no page: app.ts passes what it needs.'), TOP];
+    if (area === 'web') return [noRepository('Pages go through services, never repositories.'), TOP];
+    const name = area.slice('modules/'.length);
+    const floor = floorOf.get(name);
+    const above = [...floorOf].filter(([other, otherFloor]) => other !== name && otherFloor >= floor);
+    return [
+      layer(['web'], 'Modules never import the web side.'),
+      TOP,
+      ...above.map(([other, otherFloor]) =>
+        layer([other], `modules/${name} (${floorName(floor)}) imports only modules on lower floors; ${other} is on ${floorName(otherFloor)} (MODULE_ORDER, module-order.mjs).`),
+      ),
+      ...(name === 'ledger'
+        ? []
+        : [{ group: ['**/*.repository.ts', '!./*.repository.ts', '!**/ledger/ledger.repository.ts'], message: `A module's repository is imported only from its own folder or ledger/: call the other module's service.` }]),
+      ...(role ? [notHttp] : []),
+    ];
+  }
+
+  const rule = (groups) => ({ '@typescript-eslint/no-restricted-imports': ['error', { patterns: groups }] });
+  const blocks = [
+    ...['domain', 'db', 'http', 'web'].map((area) => ({ files: [`src/${area}/**`], rules: rule(restrictions(area)) })),
+    ...folders.flatMap((name) => [
+      { files: [`src/modules/${name}/**`], rules: rule(restrictions(`modules/${name}`)) },
+      { files: [`src/modules/${name}/**/*.service.ts`, `src/modules/${name}/**/*.repository.ts`], rules: rule(restrictions(`modules/${name}`, 'service or repository')) },
+    ]),
   ];
+
+  // An excepted import stays refused for every other file, and for its file every other import
+  // stays checked: the exception re-allows its targets in each group (a `!` pattern), and a
+  // types-only exception keeps the target in a group of its own that allows type imports.
+  const exceptionsOf = new Map();
+  for (const exception of IMPORT_EXCEPTIONS) {
+    for (const from of [exception.from].flat()) exceptionsOf.set(from, [...(exceptionsOf.get(from) ?? []), exception]);
+  }
+  for (const [from, exceptions] of exceptionsOf) {
+    const area = /^src\/(modules\/[^/]+|domain|db|http|web)\//.exec(from)?.[1];
+    if (!area) throw new Error(`module-order.mjs: an exception from ${from}, outside the folders the import rules cover`);
+    const role = /\.(service|repository)\.ts$/.test(from) ? 'service or repository' : undefined;
+    const specifier = (to) => {
+      const path = relative(dirname(from), to);
+      return path.startsWith('.') ? path : `./${path}`;
+    };
+    const allowed = exceptions.flatMap((exception) => exception.to.map(specifier));
+    const groups = restrictions(area, role).map((group) => ({ ...group, group: [...group.group, ...allowed.map((path) => `!${path}`)] }));
+    for (const exception of exceptions.filter((exception) => exception.typeOnly)) {
+      groups.push({ group: exception.to.map(specifier), allowTypeImports: true, message: `Only the types of this file may be imported here (IMPORT_EXCEPTIONS: ${exception.reason}).` });
+    }
+    blocks.push({ files: [from], rules: rule(groups) });
+  }
+  return blocks;
 }
