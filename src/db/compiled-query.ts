@@ -1,7 +1,7 @@
 import type { CompiledQuery, Compilable, Insertable, InsertQueryBuilder, Kysely, QueryResult, RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { dialectOf } from './dialect.ts';
-import { directSqliteOf } from './database.ts';
+import { directSqliteOf } from './direct-sqlite.ts';
 
 // Queries on the request path, built and compiled once per shape. Kysely builds a query from
 // immutable nodes and compiles it to SQL on every call, 30–50 µs each — more than SQLite takes

@@ -2,12 +2,13 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
-import { CompiledQuery, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type DialectAdapter, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, SqliteDriver, sql, type DatabaseConnection, type DialectAdapter, type Driver, type SqliteDialectConfig } from 'kysely';
 import type { Config } from '../config.ts';
 import type { Database } from './schema.ts';
 import type { Dialect } from './dialect.ts';
 import { listenPostgres, watchSqliteChanges, type ChangeWatch } from './change-watch.ts';
 import { preparedStatementName } from './compiled-query.ts';
+import { DirectSqlite, DirectSqliteAdapter, type CachedSqlite } from './direct-sqlite.ts';
 import { shareProgramsOf } from './program-share.ts';
 
 export interface DatabaseHandle {
@@ -86,8 +87,6 @@ function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDat
 // their text vary.
 const STATEMENT_CACHE_SIZE = 500;
 
-type CachedSqlite = SqliteDialectConfig['database'] & { prepare(text: string): SqliteDatabase.Statement };
-
 function withStatementCache(connection: SqliteDatabase.Database): CachedSqlite {
   const statements = new Map<string, SqliteDatabase.Statement>();
   return {
@@ -105,42 +104,6 @@ function withStatementCache(connection: SqliteDatabase.Database): CachedSqlite {
   };
 }
 
-/**
- * Compiled queries (compiled-query.ts) on SQLite run their statement at once, synchronously,
- * instead of through Kysely's connection queue: each query there costs a chain of promises, a
- * new executor and a wait for the connection (measured: the affiliate lookup 12.7 → 11.8 µs in
- * process; a sale runs eight queries). Doing so is the same as queuing only when it cannot interleave with a transaction: a
- * transaction's own query runs while its transaction is open (group commit runs one member at
- * a time), a query outside any transaction only while none is open. Otherwise `run` says no and
- * the query waits its turn through Kysely as before.
- */
-export class DirectSqlite {
-  /** Between a transaction's BEGIN and its COMMIT or ROLLBACK (kept by the driver below). */
-  transactionOpen = false;
-
-  constructor(private readonly database: CachedSqlite) {}
-
-  /** The result of `text` with `parameters`, or undefined when it has to wait its turn. */
-  run(text: string, parameters: readonly unknown[], inTransaction: boolean): QueryResult<unknown> | undefined {
-    if (inTransaction !== this.transactionOpen) return undefined;
-    const statement = this.database.prepare(text);
-    if (statement.reader) return { rows: statement.all(parameters) };
-    const { changes, lastInsertRowid } = statement.run(parameters);
-    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
-  }
-}
-
-/** The direct runner of `db`'s SQLite connection; undefined on PostgreSQL. */
-export function directSqliteOf(db: { getExecutor(): { readonly adapter: DialectAdapter } }): DirectSqlite | undefined {
-  const adapter = db.getExecutor().adapter;
-  return adapter instanceof DirectSqliteAdapter ? adapter.direct : undefined;
-}
-
-class DirectSqliteAdapter extends SqliteAdapter {
-  constructor(readonly direct: DirectSqlite) {
-    super();
-  }
-}
 
 // Transactions begin IMMEDIATE: they take SQLite's write lock up front, so a transaction of
 // another process waits for it (busy_timeout) instead of failing with "database is locked"
