@@ -10,13 +10,15 @@
 // Arguments narrow the run: `npm test -- sales` runs files whose path contains "sales"
 // (`npm test -- unit`: the unit tier alone). TEST_DIALECT=sqlite|postgres runs one leg only
 // (and the unit tier, which needs no database).
+// Each file's time is recorded by scripts/test-times-reporter.mjs: the slowest are printed at
+// the end of each leg, and all of them written to test-results/test-times.json.
 import { spawn, spawnSync } from 'node:child_process';
 import { clearTimeout, setTimeout } from 'node:timers';
-import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 
@@ -142,14 +144,59 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+// Per-file times: the reporter writes each leg's raw lines to a temporary file; the runner
+// prints the slowest files after each leg and keeps all of them in TIMES_FILE (git-ignored).
+const TIMES_FILE = join('test-results', 'test-times.json');
+const SLOWEST_SHOWN = 10;
+const timesReporter = fileURLToPath(new URL('./test-times-reporter.mjs', import.meta.url));
+const rawTimesDir = mkdtempSync(join(tmpdir(), 'tandem-test-times-'));
+process.on('exit', () => rmSync(rawTimesDir, { recursive: true, force: true }));
+const timesReport = { startedAt: new Date().toISOString(), arguments: process.argv.slice(2), legs: [] };
+
+/** The files' times a leg's reporter wrote, slowest first, and the files it started but never finished. */
+function readLegTimes(rawFile) {
+  const started = new Set();
+  const finished = new Map();
+  const text = existsSync(rawFile) ? readFileSync(rawFile, 'utf8') : '';
+  for (const line of text.split('\n')) {
+    let entry;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      continue; // an empty line, or the last one cut short by a killed leg
+    }
+    const file = relative('.', entry.file);
+    if (entry.started) started.add(file);
+    else finished.set(file, { file, seconds: Math.round(entry.ms) / 1000, passed: entry.passed, ...(entry.summed ? { summed: true } : {}) });
+  }
+  return {
+    files: [...finished.values()].sort((a, b) => b.seconds - a.seconds || a.file.localeCompare(b.file)),
+    unfinished: [...started].filter((file) => !finished.has(file)).sort(),
+  };
+}
+
+/** Prints a leg's slowest files and adds the leg to TIMES_FILE. */
+function reportLegTimes(leg, rawFile, exitCode, seconds) {
+  const { files, unfinished } = readLegTimes(rawFile);
+  const shown = files.slice(0, SLOWEST_SHOWN);
+  console.log(`\n=== slowest files on ${leg} (${shown.length} of ${files.length}; the leg took ${seconds.toFixed(1)} s) ===`);
+  for (const { file, seconds: s, passed } of shown) console.log(`${s.toFixed(1).padStart(8)} s  ${file}${passed ? '' : '  (failed)'}`);
+  if (unfinished.length > 0) console.log(`not finished when the leg ended: ${unfinished.join(', ')}`);
+  timesReport.legs.push({ leg, exitCode, seconds: Math.round(seconds * 10) / 10, files, ...(unfinished.length > 0 ? { unfinished } : {}) });
+  mkdirSync(dirname(TIMES_FILE), { recursive: true });
+  writeFileSync(TIMES_FILE, `${JSON.stringify(timesReport, null, 2)}\n`);
+  console.log(`(every file's time: ${TIMES_FILE})`);
+}
+
 /**
  * Runs one leg in its own process group, so a hung leg is killed with every test process it
  * started. `dialect` is the database its files run on, or null for the unit tier (no database:
  * neither TEST_DIALECT nor TEST_DATABASE_URL reaches it).
  */
-function runLeg(leg, dialect, files, env = {}) {
+async function runLeg(leg, dialect, files, env = {}) {
   console.log(dialect ? `\n=== tests on ${dialect} (${files.length} files) ===\n` : `\n=== unit tests, no database (${files.length} files) ===\n`);
   const started = Date.now();
+  const rawTimes = join(rawTimesDir, `${leg}.jsonl`);
   const legEnv = { ...process.env, ...env, TEST_DIALECT: dialect };
   if (!dialect) {
     delete legEnv.TEST_DIALECT;
@@ -157,11 +204,22 @@ function runLeg(leg, dialect, files, env = {}) {
   }
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...files],
+    [
+      '--import',
+      'tsx',
+      '--test',
+      '--test-concurrency=2',
+      `--test-timeout=${TEST_TIMEOUT_MS}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${timesReporter}`,
+      `--test-reporter-destination=${rawTimes}`,
+      ...files,
+    ],
     { stdio: 'inherit', detached: true, env: { ...legEnv, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' } },
   );
   runningLeg = child;
-  return new Promise((resolve) => {
+  const exitCode = await new Promise((resolve) => {
     const timer = setTimeout(() => {
       console.error(`\nthe ${leg} leg ran for ${Math.round((Date.now() - started) / 1000)} s: a test hung; killing it`);
       killGroup(child);
@@ -172,6 +230,8 @@ function runLeg(leg, dialect, files, env = {}) {
       resolve(signal ? 1 : (code ?? 1));
     });
   });
+  reportLegTimes(leg, rawTimes, exitCode, (Date.now() - started) / 1000);
+  return exitCode;
 }
 
 function printSummary(results) {
