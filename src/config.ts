@@ -1,7 +1,9 @@
 // Configuration is read from the environment once, validated, and frozen.
 // Nothing else in the codebase reads process.env (enforced by eslint).
 import { isIP } from 'node:net';
-import type { LogFormat } from './logging.ts';
+
+/** The log's shape (logging.ts): short lines for a person at a terminal, or pino's JSON lines. */
+export type LogFormat = 'pretty' | 'json';
 
 export interface Config {
   readonly port: number;

@@ -9,8 +9,6 @@ import pino, { type DestinationStream } from 'pino';
 // of everything else, with an error's stack. A pino destination, not a transport: the lines
 // are formatted in the process as pino writes them, with no worker thread and no package.
 
-export type LogFormat = 'pretty' | 'json';
-
 /**
  * One-time secrets travel in some URLs: a portal login link (`/portal/{slug}/login/{token}`), a
  * password reset link (`/reset-password/{token}`), and query parameters a client may send
