@@ -22,6 +22,7 @@ import * as billingDisputes from './migrations/2026-11-29T0300-billing-disputes.
 import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-access-generation.ts';
 import * as webhookAfterSequence from './migrations/2026-11-30T0150-webhook-after-sequence.ts';
 import * as billingWaitingExpiry from './migrations/2026-12-01T0100-billing-waiting-expiry.ts';
+import * as heldEntries from './migrations/2026-12-02T0100-held-entries.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-30T0100-portal-access-generation': portalAccessGeneration,
   '2026-11-30T0150-webhook-after-sequence': webhookAfterSequence,
   '2026-12-01T0100-billing-waiting-expiry': billingWaitingExpiry,
+  '2026-12-02T0100-held-entries': heldEntries,
 };
 
 export class MigrationError extends Error {}

@@ -175,7 +175,10 @@ export interface CommissionEntriesTable {
   /** Signed minor units. */
   amount: Counter;
   currency: string;
+  /** When it falls due (kept while held; released, it falls due at the time of release). */
   due_at: Timestamp;
+  /** What holds it back, never due while set: a disputed sale, or (fraud review) a flag. */
+  held_by: 'dispute' | 'flag' | null;
   paid_at: Timestamp | null;
   created_at: Timestamp;
 }

@@ -132,8 +132,14 @@ describe('Stripe webhooks', () => {
     assert.deepEqual((await api.post('/payouts', {})).body, [], 'held: nothing is due');
     const due = async () => (await api.get(`/commissions?affiliateId=${affiliate.id}&status=due`)).body.reduce((sum: number, e: any) => sum + e.amount, 0);
     assert.equal(await due(), 0);
+    // Held is a state, not a far due date (CONTRACT "Affiliates' experience": no sentinel values).
+    const held = (await api.get(`/commissions?affiliateId=${affiliate.id}&status=held`)).body;
+    assert.deepEqual(held.map((e: any) => [e.kind, e.status, e.dueAt, e.heldBy]), [['sale', 'held', null, 'dispute'], ['sale', 'held', null, 'dispute']]);
+    assert.deepEqual((await api.get(`/commissions?affiliateId=${affiliate.id}&status=pending`)).body, [], 'a held entry is not pending');
     await deliver(programId, dispute('pi_won', 'won', 'charge.dispute.closed'), secret);
     assert.equal(await due(), 20, 'won: due at once');
+    const released = (await api.get(`/commissions?affiliateId=${affiliate.id}&status=due`)).body[0];
+    assert.deepEqual([released.status, 'heldBy' in released, typeof released.dueAt], ['due', false, 'string']);
     await deliver(programId, dispute('pi_lost', 'lost', 'charge.dispute.closed'), secret);
     assert.equal(await due(), 20, 'lost: taken back (sale + refund net to 0)');
     const lost = (await api.get('/sales')).body.find((s: any) => s.externalInvoiceId === 'in_lost');

@@ -274,7 +274,7 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, 
     );
   }
   if (!closes) {
-    await holdSaleCommission(tx, program, saleId);
+    await holdSaleCommission(tx, program, saleId, 'dispute');
     return { outcome: 'recorded', reason: 'the commission is held while the dispute is open', referral_id: null, sale_id: saleId };
   }
   if (dispute.status === 'lost') {
@@ -284,7 +284,7 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, 
       if (!(error instanceof ApiError && error.status < 500)) throw error; // already fully refunded
     }
   }
-  await releaseSaleCommission(tx, program, saleId);
+  await releaseSaleCommission(tx, program, saleId, 'dispute');
   return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
 }
 

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { toIso } from '../../domain/clock.ts';
 import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
@@ -50,9 +50,29 @@ export function newEventId(): string {
 
 export async function recordEvent(tx: Tx, programId: string, type: EventType, data: unknown, at: string): Promise<string> {
   const id = newEventId();
-  const sequence = dialectOf(tx) === 'sqlite' ? await reserveSequences(tx, 1) : null;
-  await insertEventQuery.run(tx, { id, program_id: programId, type, data: JSON.stringify(data), created_at: at, sequence });
+  await recordEventJson(tx, id, programId, type, JSON.stringify(data), at);
   return id;
+}
+
+/** recordEvent with its id chosen and its data as JSON text already (a one-statement write's SQLite side). */
+export async function recordEventJson(tx: Tx, id: string, programId: string, type: EventType, json: string, at: string): Promise<void> {
+  const sequence = dialectOf(tx) === 'sqlite' ? await reserveSequences(tx, 1) : null;
+  await insertEventQuery.run(tx, { id, program_id: programId, type, data: json, created_at: at, sequence });
+}
+
+/**
+ * PostgreSQL: the insert of an event as a sub-statement of a one-statement write (a new sale or
+ * referral), one per row of the CTE `from`, so it is written only if that row is; `data` is an
+ * SQL expression (it may read the row's id). Unnumbered, as recordEvent writes it on PostgreSQL.
+ * Each value is cast: parameters in an INSERT … SELECT list carry no column type.
+ */
+export function eventInsertFrom(
+  from: string,
+  event: { id: unknown; programId: unknown; type: EventType; data: RawBuilder<unknown>; createdAt: unknown },
+): RawBuilder<unknown> {
+  return sql`insert into events (id, program_id, type, data, created_at, sequence)
+    select cast(${event.id} as text), cast(${event.programId} as uuid), ${sql.lit(event.type)}, ${event.data}, cast(${event.createdAt} as timestamptz), null
+    from ${sql.table(from)}`;
 }
 
 const insertEventQuery = compiledInsert('events');

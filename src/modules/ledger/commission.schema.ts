@@ -2,7 +2,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { DateTime, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 
 export const ENTRY_KINDS = ['sale', 'refund', 'adjustment', 'void'] as const;
-export const ENTRY_STATUSES = ['pending', 'due', 'paid'] as const;
+export const ENTRY_STATUSES = ['pending', 'due', 'held', 'paid'] as const;
+export const HELD_BY = ['dispute', 'flag'] as const;
 
 /** One entry of the commission ledger (CONTRACT "Commission plans and the ledger"). */
 export const CommissionEntrySchema = Type.Object(
@@ -14,8 +15,9 @@ export const CommissionEntrySchema = Type.Object(
     kind: Type.String({ enum: [...ENTRY_KINDS], description: 'sale (+), refund (−), adjustment (− or +, an edit of the sale), void (−, the sale was deleted)' }),
     amount: Type.Number({ description: 'major units of the currency, signed' }),
     currency: Type.String(),
-    status: Type.String({ enum: [...ENTRY_STATUSES], description: 'pending until dueAt, then due, paid once its payout is paid' }),
-    dueAt: DateTime,
+    status: Type.String({ enum: [...ENTRY_STATUSES], description: 'pending until dueAt, then due, paid once its payout is paid; held (never due) while a dispute or a fraud flag holds it' }),
+    dueAt: Nullable(Type.String({ format: 'date-time', description: 'null while held' })),
+    heldBy: Type.Optional(Type.String({ enum: [...HELD_BY], description: 'only on a held entry: what holds it' })),
     createdAt: DateTime,
   },
   { title: 'CommissionEntry' },

@@ -5,16 +5,15 @@ import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import type { CommissionEntry, CommissionsQuery } from './commission.schema.ts';
 
-type EntryStatus = 'pending' | 'due' | 'paid';
-import { ledgerBalance, listEntries, type EntryRow, type LedgerBalance } from './ledger.repository.ts';
+import { entryStatusOf, ledgerBalance, listEntries, type EntryRow, type EntryStatus, type LedgerBalance } from './ledger.repository.ts';
 
-/** An entry's status at `now`: paid with its payout, else due once the hold has passed. */
-export function entryStatus(row: Pick<EntryRow, 'paid_at' | 'due_at'>, now: Date): EntryStatus {
-  if (row.paid_at !== null) return 'paid';
-  return Date.parse(toIso(row.due_at)) <= now.getTime() ? 'due' : 'pending';
+/** An entry's status at `now`: paid with its payout; held while something holds it; else due once the hold has passed. */
+export function entryStatus(row: Pick<EntryRow, 'paid_at' | 'held_by' | 'due_at'>, now: Date): EntryStatus {
+  return entryStatusOf(row, now);
 }
 
 export function serializeEntry(row: EntryRow, program: ProgramContext, now: Date): CommissionEntry {
+  const status = entryStatus(row, now);
   return {
     id: Number(row.id),
     affiliateId: row.affiliate_id,
@@ -23,9 +22,11 @@ export function serializeEntry(row: EntryRow, program: ProgramContext, now: Date
     kind: row.kind,
     amount: fromMinorUnits(row.amount, row.currency),
     currency: row.currency,
-    status: entryStatus(row, now),
-    dueAt: toIso(row.due_at),
+    status,
+    // A held entry has no due date until it is released (CONTRACT: no sentinel values).
+    dueAt: status === 'held' ? null : toIso(row.due_at),
     createdAt: toIso(row.created_at),
+    ...(status === 'held' ? { heldBy: row.held_by! } : {}),
   };
 }
 
@@ -40,6 +41,7 @@ export async function getLedgerBalance(db: Db, program: ProgramContext, affiliat
   const minor = await ledgerBalance(db, program.id, program.clock().toISOString(), affiliateId);
   return {
     pending: fromMinorUnits(minor.pending, program.currency),
+    held: fromMinorUnits(minor.held, program.currency),
     due: fromMinorUnits(minor.due, program.currency),
     dueOutsidePayouts: fromMinorUnits(minor.dueOutsidePayouts, program.currency),
     paid: fromMinorUnits(minor.paid, program.currency),

@@ -2,7 +2,7 @@ import type { Tx } from '../../db/transaction.ts';
 import { toIso } from '../../domain/clock.ts';
 import { endOfHold } from '../../domain/commission.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { holdSaleEntries, insertEntries, releaseSaleEntries, saleEntryStates } from './ledger.repository.ts';
+import { holdSaleEntries, insertEntries, releaseSaleEntries, saleEntryStates, type HeldBy } from './ledger.repository.ts';
 
 // The commission ledger's rules (CONTRACT "Commission plans and the ledger"). Every change of
 // what an affiliate earns appends an entry, in the transaction of the change:
@@ -19,22 +19,6 @@ export type ChangeKind = 'refund' | 'adjustment' | 'void';
 /** When a sale's own entry falls due: once the plan's hold has passed. */
 export function saleEntryDueAt(program: ProgramContext, createdAt: string): string {
   return endOfHold(new Date(createdAt), program.plan.holdDays).toISOString();
-}
-
-/** The `sale` entry of a sale just recorded. */
-export async function appendSaleEntry(tx: Tx, program: ProgramContext, sale: { id: number; affiliate_id: string; commission: number; created_at: string }): Promise<void> {
-  await insertEntries(tx, [
-    {
-      program_id: program.id,
-      affiliate_id: sale.affiliate_id,
-      sale_id: sale.id,
-      kind: 'sale',
-      amount: sale.commission,
-      currency: program.currency,
-      due_at: saleEntryDueAt(program, sale.created_at),
-      created_at: sale.created_at,
-    },
-  ]);
 }
 
 /** Entries for changes of sales' commissions; a change of 0 earns nothing and writes nothing. */
@@ -59,6 +43,8 @@ export async function appendChangeEntries(
         amount: change.amount,
         currency: program.currency,
         due_at: state && !state.settled ? toIso(state.dueAt) : now,
+        // A change of a held sale (a refund during a dispute) waits with it.
+        held_by: state && !state.settled ? state.heldBy : null,
         created_at: now,
       };
     }),
@@ -71,11 +57,11 @@ export async function appendChangeEntries(
  * An entry in a pending payout stays in it (a payout's amount is frozen); if that payout fails,
  * the entry returns held. Runs in the caller's transaction, with the dispute's state.
  */
-export function holdSaleCommission(tx: Tx, program: ProgramContext, saleId: number): Promise<number> {
-  return holdSaleEntries(tx, program.id, saleId);
+export function holdSaleCommission(tx: Tx, program: ProgramContext, saleId: number, heldBy: HeldBy): Promise<number> {
+  return holdSaleEntries(tx, program.id, saleId, heldBy);
 }
 
-/** The dispute closed: the held entries fall due at once. */
-export function releaseSaleCommission(tx: Tx, program: ProgramContext, saleId: number): Promise<number> {
-  return releaseSaleEntries(tx, program.id, saleId, program.clock().toISOString());
+/** What held the sale's commission is over (the dispute closed): its entries held by it fall due at once. */
+export function releaseSaleCommission(tx: Tx, program: ProgramContext, saleId: number, heldBy: HeldBy): Promise<number> {
+  return releaseSaleEntries(tx, program.id, saleId, heldBy, program.clock().toISOString());
 }

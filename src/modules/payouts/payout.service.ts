@@ -11,21 +11,15 @@ import { recordEvent, recordEvents } from '../events/outbox.ts';
 import { findAffiliate, findPayees } from '../affiliates/affiliate.repository.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { payoutPaidMail } from '../mail/messages.ts';
+import { insertPayouts, listPayouts, lockPayout, lockProgramForPayouts, settlePayout, type PayoutFilter, type PayoutRow } from './payout.repository.ts';
 import {
   affiliatesOwed,
-  assignEntries,
-  insertPayouts,
-  listPayouts,
+  attachEntriesToPayouts,
   lockOpenDueEntries,
-  lockPayout,
-  lockProgramForPayouts,
-  markEntriesPaid,
-  releaseEntries,
-  settlePayout,
+  markPayoutEntriesPaid,
+  releaseFromPayout,
   type OpenEntry,
-  type PayoutFilter,
-  type PayoutRow,
-} from './payout.repository.ts';
+} from '../ledger/ledger.repository.ts';
 import type { Payout, RunPayoutsBody, UpdatePayoutBody } from './payout.schema.ts';
 
 // Payouts (CONTRACT "Payouts", docs/payouts.md): a run makes one pending payout per affiliate
@@ -138,7 +132,7 @@ async function payBatch(tx: Tx, program: ProgramContext, affiliateIds: string[],
     taken.push(...entries);
   }
   await insertPayouts(tx, rows);
-  await assignEntries(tx, new Map(rows.map((row) => [row.affiliate_id, row.id])), taken);
+  await attachEntriesToPayouts(tx, new Map(rows.map((row) => [row.affiliate_id, row.id])), taken);
   const payouts = rows.map(serializePayout);
   await recordEvents(tx, program.id, 'payout.created', payouts, now);
   return payouts;
@@ -174,8 +168,8 @@ export async function updatePayout(db: Db, program: ProgramContext, body: Update
       updated_at: now.toISOString(),
     };
     await settlePayout(tx, program.id, current.id, changes);
-    if (changes.status === 'paid') await markEntriesPaid(tx, program.id, current.id, paidAt!);
-    else await releaseEntries(tx, program.id, current.id);
+    if (changes.status === 'paid') await markPayoutEntriesPaid(tx, program.id, current.id, paidAt!);
+    else await releaseFromPayout(tx, program.id, current.id);
     const payout = serializePayout({ ...current, ...changes });
     if (changes.status === 'paid') {
       await recordEvent(tx, program.id, 'payout.paid', payout, now.toISOString());

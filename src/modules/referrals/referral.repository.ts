@@ -4,7 +4,10 @@ import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
-import { lockedOnPostgres, lockOrderAfter } from '../../db/dialect.ts';
+import { dialectOf, lockedOnPostgres } from '../../db/dialect.ts';
+import { toIso } from '../../domain/clock.ts';
+import { eventInsertFrom, recordEventJson } from '../events/outbox.ts';
+import { addToAffiliateCounters, addToLinkCounters, affiliateCountersUpdate, linkCountersUpdate } from '../ledger/ledger.repository.ts';
 import { prefixedColumns, splitPrefixed } from '../../db/joined-rows.ts';
 import { AFFILIATE_COLUMNS, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 
@@ -102,42 +105,51 @@ const insertReferralUnlessEmailTakenQuery = compiledInsert('referrals', (insert)
   insert.onConflict((conflict) => conflict.columns(['program_id', 'email_key']).doNothing()).returning('id'),
 );
 
-export async function insertReferral(tx: Tx, row: ReferralRow): Promise<void> {
-  await insertReferralQuery.run(tx, row);
-}
-
 const REFERRAL_COLUMNS = [
   'id', 'program_id', 'affiliate_id', 'link_id', 'promotional_code_id', 'name', 'email', 'email_key', 'referred_user_external_id', 'external_id_key',
   'plan', 'status', 'created_at', 'updated_at',
 ] as const satisfies readonly (keyof ReferralRow)[];
 
 /**
- * On PostgreSQL, a new referral and every write that goes with it in one statement (one round
- * trip instead of four): the row, the affiliate's and the link's referral counters and the
- * referral.created event (its data given as JSON text). A taken e-mail or external id fails the
- * statement as the insert alone would. Shapes: with or without a link.
+ * PostgreSQL: a new referral and every write that goes with it in one statement (one round trip
+ * instead of four): the row, the affiliate's and the link's referral counters (the ledger's
+ * statements) and the referral.created event (the outbox's; its data given as JSON text). A
+ * taken e-mail or external id fails the statement as the insert alone would. Shapes: with or
+ * without a link.
  */
 const newReferralQuery = compiledQuery<ReferralRow & { eventId: string; eventData: string }, { id: string }, 'link' | 'no-link'>((_db, param, shape) => {
-  // The link's row is locked after the affiliate's (the order of every transaction, see
-  // lockOrderAfter): its update reads `a`, so `a` has run before it.
-  const linkUpdate =
-    shape === 'link'
-      ? sql`update affiliate_links set referrals = referrals + 1 where id = ${param('link_id')} and ${lockOrderAfter('a')}`
-      : sql`select 1 where false`;
-  // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
+  const affiliateUpdate = affiliateCountersUpdate(param('affiliate_id'), { referredUsers: sql.lit(1) }, false);
+  // The link's row is locked after the affiliate's (the order of every transaction, see lockOrderAfter).
+  const linkUpdate = shape === 'link' ? linkCountersUpdate(param('link_id'), { referrals: sql.lit(1) }, false, 'a') : sql`select 1 where false`;
+  const event = eventInsertFrom('r', {
+    id: param('eventId'),
+    programId: param('program_id'),
+    type: 'referral.created',
+    data: sql`cast(${param('eventData')} as text)`,
+    createdAt: param('created_at'),
+  });
   return sql`with r as (insert into referrals (${sql.join(REFERRAL_COLUMNS.map((column) => sql.ref(column)))})
       values (${sql.join(REFERRAL_COLUMNS.map((column) => param(column)))}) returning id),
-    a as (update affiliates set number_of_referred_users = number_of_referred_users + 1 where id = ${param('affiliate_id')} returning 1),
+    a as (${affiliateUpdate} returning 1),
     l as (${linkUpdate}),
-    v as (insert into events (id, program_id, type, data, created_at, sequence)
-      select cast(${param('eventId')} as text), cast(${param('program_id')} as uuid), 'referral.created', cast(${param('eventData')} as text),
-        cast(${param('created_at')} as timestamptz), null from r)
+    v as (${event})
     select id from r`;
 });
 
-/** The one-statement write of a new referral (PostgreSQL only). */
+/**
+ * Writes a new referral with what goes with it: the affiliate's and the link's referral counters
+ * and its referral.created event. PostgreSQL in one statement; SQLite statement by statement
+ * through the same ledger and outbox functions.
+ */
 export async function insertReferralWithItsWrites(tx: Tx, row: ReferralRow, event: { eventId: string; eventData: string }): Promise<void> {
-  await newReferralQuery.run(tx, { ...row, ...event }, row.link_id === null ? 'no-link' : 'link');
+  if (dialectOf(tx) === 'postgres') {
+    await newReferralQuery.run(tx, { ...row, ...event }, row.link_id === null ? 'no-link' : 'link');
+    return;
+  }
+  await insertReferralQuery.run(tx, row);
+  await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 1, commission: 0 });
+  if (row.link_id !== null) await addToLinkCounters(tx, row.link_id, { referrals: 1, sales: 0, revenue: 0 });
+  await recordEventJson(tx, event.eventId, row.program_id, 'referral.created', event.eventData, toIso(row.created_at));
 }
 
 /** Inserts the referral unless the program has its e-mail already; false when it did nothing. */

@@ -5,7 +5,6 @@ import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/tra
 import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
 import { newEventId, recordEvent } from '../events/outbox.ts';
-import { dialectOf } from '../../db/dialect.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
@@ -20,7 +19,6 @@ import {
   findReferral,
   findReferralForDelete,
   findReferralIdByExternalId,
-  insertReferral,
   insertReferralWithItsWrites,
   insertReferralUnlessEmailTaken,
   listReferrals,
@@ -82,16 +80,12 @@ async function countNewCustomer(tx: Tx, program: ProgramContext, credit: Credit,
 /** Inserts a referred customer (POST /referrals): a second one with the same e-mail is a 409. */
 export async function insertCustomer(tx: Tx, program: ProgramContext, credit: Credit, input: CustomerInput): Promise<ReferralRow> {
   const row = customerRow(program, credit, input);
-  // On PostgreSQL the row, its counters and its event go in one statement (one round trip).
-  const postgres = dialectOf(tx) === 'postgres';
   try {
-    if (postgres) await insertReferralWithItsWrites(tx, row, { eventId: newEventId(), eventData: JSON.stringify(serializeReferral(row)) });
-    else await insertReferral(tx, row);
+    await insertReferralWithItsWrites(tx, row, { eventId: newEventId(), eventData: JSON.stringify(serializeReferral(row)) });
   } catch (error) {
     if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${row.email} already exists in this program.`);
     throw error;
   }
-  if (!postgres) await countNewCustomer(tx, program, credit, row);
   return row;
 }
 

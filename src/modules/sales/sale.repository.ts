@@ -1,5 +1,8 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
-import { dialectOf, lockOrderAfter } from '../../db/dialect.ts';
+import { dialectOf } from '../../db/dialect.ts';
+import { toIso } from '../../domain/clock.ts';
+import { eventInsertFrom, recordEventJson } from '../events/outbox.ts';
+import { addToAffiliateCounters, addToLinkCounters, affiliateCountersUpdate, insertEntries, linkCountersUpdate, saleEntryInsertFrom } from '../ledger/ledger.repository.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -97,27 +100,16 @@ export async function insertSale(tx: Tx, row: Insertable<SalesTable>): Promise<n
   return Number(id);
 }
 
-/** What the one-statement write of a new sale (PostgreSQL) binds besides the sale's row. */
+/** What a new sale's write binds besides the sale's row. */
 export interface NewSaleWrites {
-  /** The ceilings the counters may be at before the change (MAX_MINOR_UNITS less what is added). */
-  highestCommission: number;
-  highestRevenue: number;
   currency: string;
+  /** When its ledger entry falls due (the ledger's rule: entries.ts saleEntryDueAt). */
   dueAt: string;
   eventId: string;
   /** The sale.created event's data as JSON text without its leading `{"id":N,` — the id is the database's. */
   eventDataAfterId: string;
 }
 
-/**
- * On PostgreSQL, a new sale and every write that goes with it in one statement (one round trip
- * instead of five): the row, the affiliate's and the link's counters (bounded like
- * ledger.repository's), the sale's ledger entry and its sale.created event. The counters report
- * how many rows they changed, so the caller can refuse a total that would pass its ceiling (the
- * transaction then rolls back, the inserts with it). Shapes: whether the affiliate's total grows
- * (a commission of 0 leaves it), whether the sale has a link, and whether its revenue grows.
- */
-type NewSaleShape = `${'affiliate' | 'no-affiliate'} ${'link-revenue' | 'link' | 'no-link'}`;
 const SALE_COLUMNS = [
   'program_id', 'affiliate_id', 'referral_id', 'link_id', 'promotional_code_id', 'external_id', 'external_invoice_id', 'invoice_key', 'name',
   'email', 'total_earned', 'commission_rate', 'commission', 'commission_rule', 'commission_flat', 'refunded_amount', 'refunded_commission',
@@ -126,37 +118,79 @@ const SALE_COLUMNS = [
 type NewSaleRow = { [K in (typeof SALE_COLUMNS)[number]]: SaleRow[K] };
 type NewSaleParams = NewSaleRow & NewSaleWrites;
 
+/**
+ * Which counters a new sale moves (ledger rules, as countSales applies them): the affiliate's
+ * commission total unless the commission is 0; the link's sales, and its revenue total (bounded)
+ * when revenue grows, when the sale has a link.
+ */
+type NewSaleShape = `${'affiliate' | 'no-affiliate'} ${'link-revenue' | 'link' | 'no-link'}`;
+
+function newSaleShape(row: NewSaleRow): NewSaleShape {
+  return `${Number(row.commission) !== 0 ? 'affiliate' : 'no-affiliate'} ${row.link_id === null ? 'no-link' : Number(row.total_earned) > 0 ? 'link-revenue' : 'link'}`;
+}
+
+/**
+ * PostgreSQL: the new sale and every write that goes with it in one statement (one round trip
+ * instead of five). Each sub-statement is the ledger's or the outbox's own (ledger.repository,
+ * events/outbox): the affiliate's and the link's counters, bounded; the sale's ledger entry; its
+ * sale.created event. The counters report how many rows they changed, so the caller can refuse
+ * a total that would pass its ceiling (the transaction then rolls back, the inserts with it).
+ */
 const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affiliate_rows: number | string; link_rows: number | string }, NewSaleShape>((_db, param, shape) => {
   const [affiliate, link] = shape!.split(' ');
-  const values = sql.join(SALE_COLUMNS.map((column) => param(column)));
-  const affiliateUpdate =
-    affiliate === 'affiliate'
-      ? sql`update affiliates set total_commission_earned = total_commission_earned + ${param('commission')}
-          where id = ${param('affiliate_id')} and total_commission_earned <= ${param('highestCommission')} returning 1`
-      : sql`select 1 where false`;
+  const none = sql`select 1 where false`;
+  const affiliateUpdate = affiliate === 'affiliate' ? sql`${affiliateCountersUpdate(param('affiliate_id'), { commission: param('commission') }, true)} returning 1` : none;
+  // The link's row is locked after the affiliate's (the order of every transaction, see lockOrderAfter).
   const linkUpdate =
     link === 'no-link'
-      ? sql`select 1 where false`
-      : sql`update affiliate_links set sales = sales + 1, total_revenue = total_revenue + ${param('total_earned')}
-          where id = ${param('link_id')}${link === 'link-revenue' ? sql` and total_revenue <= ${param('highestRevenue')}` : sql``} and ${lockOrderAfter('a')} returning 1`;
-  // Parameters in an INSERT … SELECT list carry no column type: each is cast to its column's.
-  return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${values}) returning id),
+      ? none
+      : sql`${linkCountersUpdate(param('link_id'), { sales: sql.lit(1), revenue: param('total_earned') }, link === 'link-revenue', 'a')} returning 1`;
+  const entry = saleEntryInsertFrom('s', {
+    programId: param('program_id'),
+    affiliateId: param('affiliate_id'),
+    amount: param('commission'),
+    currency: param('currency'),
+    dueAt: param('dueAt'),
+    createdAt: param('created_at'),
+  });
+  const event = eventInsertFrom('s', {
+    id: param('eventId'),
+    programId: param('program_id'),
+    type: 'sale.created',
+    data: sql`'{"id":' || s.id || ',' || cast(${param('eventDataAfterId')} as text)`,
+    createdAt: param('created_at'),
+  });
+  return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${sql.join(SALE_COLUMNS.map((column) => param(column)))}) returning id),
     a as (${affiliateUpdate}),
     l as (${linkUpdate}),
-    e as (insert into commission_entries (program_id, affiliate_id, sale_id, kind, amount, currency, due_at, created_at)
-      select cast(${param('program_id')} as uuid), cast(${param('affiliate_id')} as uuid), s.id, 'sale', cast(${param('commission')} as bigint),
-        cast(${param('currency')} as text), cast(${param('dueAt')} as timestamptz), cast(${param('created_at')} as timestamptz) from s),
-    v as (insert into events (id, program_id, type, data, created_at, sequence)
-      select cast(${param('eventId')} as text), cast(${param('program_id')} as uuid), 'sale.created',
-        '{"id":' || s.id || ',' || cast(${param('eventDataAfterId')} as text), cast(${param('created_at')} as timestamptz), null from s)
+    e as (${entry}),
+    v as (${event})
     select s.id, (select count(*) from a) as affiliate_rows, (select count(*) from l) as link_rows from s`;
 });
 
-/** The one-statement write of a new sale (PostgreSQL only); its id and which counters moved. */
+/**
+ * Writes a new sale with what goes with it — the counters it adds to, its ledger entry, its
+ * sale.created event — and returns its id and whether each counter it moves moved (false: it would
+ * have passed MAX_MINOR_UNITS; the caller refuses the sale). PostgreSQL in one statement; SQLite, in
+ * process, statement by statement through the same ledger and outbox functions.
+ */
 export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: NewSaleWrites): Promise<{ id: number; affiliateMoved: boolean; linkMoved: boolean }> {
-  const shape: NewSaleShape = `${Number(row.commission) !== 0 ? 'affiliate' : 'no-affiliate'} ${row.link_id === null ? 'no-link' : Number(row.total_earned) > 0 ? 'link-revenue' : 'link'}`;
-  const result = (await newSaleQuery.first(tx, { ...row, ...writes }, shape))!;
-  return { id: Number(result.id), affiliateMoved: Number(result.affiliate_rows) > 0, linkMoved: Number(result.link_rows) > 0 };
+  const shape = newSaleShape(row);
+  const [affiliate, link] = shape.split(' ');
+  if (dialectOf(tx) === 'postgres') {
+    const result = (await newSaleQuery.first(tx, { ...row, ...writes }, shape))!;
+    return { id: Number(result.id), affiliateMoved: affiliate === 'no-affiliate' || Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
+  }
+  const id = await insertSale(tx, row);
+  const commission = Number(row.commission);
+  const affiliateMoved = affiliate === 'no-affiliate' || (await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 0, commission }));
+  const linkMoved = link === 'no-link' || (await addToLinkCounters(tx, row.link_id!, { referrals: 0, sales: 1, revenue: Number(row.total_earned) }));
+  if (!affiliateMoved || !linkMoved) return { id, affiliateMoved, linkMoved };
+  await insertEntries(tx, [
+    { program_id: row.program_id, affiliate_id: row.affiliate_id, sale_id: id, kind: 'sale', amount: commission, currency: writes.currency, due_at: writes.dueAt, created_at: row.created_at },
+  ]);
+  await recordEventJson(tx, writes.eventId, row.program_id, 'sale.created', `{"id":${id},${writes.eventDataAfterId}`, toIso(row.created_at));
+  return { id, affiliateMoved, linkMoved };
 }
 
 /** The sale that holds an invoice id in the program, if any. */

@@ -21,7 +21,6 @@ import {
   findSale,
   findSaleIdByInvoice,
   insertRefund,
-  insertSale,
   insertSaleWithItsWrites,
   listSaleRefunds,
   listSales,
@@ -34,9 +33,7 @@ import {
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
 import { counterLimit, countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
-import { appendChangeEntries, appendSaleEntry, saleEntryDueAt } from '../ledger/entries.ts';
-import { dialectOf } from '../../db/dialect.ts';
-import { MAX_MINOR_UNITS } from '../../domain/money.ts';
+import { appendChangeEntries, saleEntryDueAt } from '../ledger/entries.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
   return {
@@ -202,33 +199,22 @@ async function sellInTransaction(
 
 /**
  * Writes a new sale and what goes with it — the counters it adds to, its ledger entry, its
- * sale.created event — and returns it as the API answers it. SQLite runs the statements in
- * process; on PostgreSQL one statement carries them all (one round trip instead of five).
+ * sale.created event (sale.repository: one statement on PostgreSQL) — and returns it as the API
+ * answers it.
  */
 async function recordNewSale(tx: Tx, program: ProgramContext, row: Omit<SaleRow, 'id'>): Promise<Sale> {
-  if (dialectOf(tx) === 'postgres') {
-    // The event's data is the answer with the id the database gives; `{"id":0,` is its start.
-    const withoutId = JSON.stringify(serializeSale({ ...row, id: 0 }, program));
-    if (!withoutId.startsWith('{"id":0,')) throw new Error('serializeSale must put the id first');
-    const written = await insertSaleWithItsWrites(tx, row, {
-      highestCommission: MAX_MINOR_UNITS - Number(row.commission),
-      highestRevenue: MAX_MINOR_UNITS - Number(row.total_earned),
-      currency: program.currency,
-      dueAt: saleEntryDueAt(program, toIso(row.created_at)),
-      eventId: newEventId(),
-      eventDataAfterId: withoutId.slice('{"id":0,'.length),
-    });
-    if (Number(row.commission) !== 0 && !written.affiliateMoved) throw counterLimit('#/totalEarned', "the affiliate's totalCommissionEarned");
-    if (row.link_id !== null && !written.linkMoved) throw counterLimit('#/totalEarned', "the link's totalRevenue");
-    return serializeSale({ ...row, id: written.id }, program);
-  }
-  const id = await insertSale(tx, row);
-  const stored: SaleRow = { ...row, id };
-  await countSales(tx, [creditOf(stored)], 1);
-  await appendSaleEntry(tx, program, { id, affiliate_id: row.affiliate_id, commission: Number(row.commission), created_at: toIso(row.created_at) });
-  const sale = serializeSale(stored, program);
-  await recordEvent(tx, program.id, 'sale.created', sale, toIso(row.created_at));
-  return sale;
+  // The event's data is the answer with the id the database gives; `{"id":0,` is its start.
+  const withoutId = JSON.stringify(serializeSale({ ...row, id: 0 }, program));
+  if (!withoutId.startsWith('{"id":0,')) throw new Error('serializeSale must put the id first');
+  const written = await insertSaleWithItsWrites(tx, row, {
+    currency: program.currency,
+    dueAt: saleEntryDueAt(program, toIso(row.created_at)),
+    eventId: newEventId(),
+    eventDataAfterId: withoutId.slice('{"id":0,'.length),
+  });
+  if (!written.affiliateMoved) throw counterLimit('#/totalEarned', "the affiliate's totalCommissionEarned");
+  if (!written.linkMoved) throw counterLimit('#/totalEarned', "the link's totalRevenue");
+  return serializeSale({ ...row, id: written.id }, program);
 }
 
 /**
