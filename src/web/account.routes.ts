@@ -9,7 +9,9 @@ import { requestPasswordReset, resetLinkHolder, resetPassword } from '../modules
 import { csrfField, field, renderPage } from './layout.ts';
 import { forgiveAttempt, throttleLogin, throttlePasswordChange, throttlePasswordReset, throttleSignUp } from './attempt-throttle.ts';
 import { issueDeviceCookie } from './device-cookie.ts';
-import { ensureCsrfBinding, logIn, logOut, safeNextPath, type WebSession } from './session.ts';
+import { ensureCsrfBinding, logIn, logOut } from './session.ts';
+import type { WebSession } from './session-store.ts';
+import { safeNextPath } from './safe-next-path.ts';
 
 type Form = Record<string, string | undefined>;
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { normaliseEmail } from '../domain/email.ts';
-import { cookieOptions, hmac, sameText } from './session.ts';
+import { cookieOptions, hmac, sameText } from './cookies.ts';
 
 // OWASP's device cookies: a browser that has logged in to an account keeps a signed cookie
 // for that account, and its login attempts are counted apart from everyone else's, so a

@@ -1,5 +1,6 @@
 import { html, type SafeHtml } from './html.ts';
-import { csrfToken, type CsrfBinding, type WebSession } from './session.ts';
+import { csrfToken, type CsrfBinding } from './csrf.ts';
+import type { WebSession } from './session-store.ts';
 
 // The one page layout: header with the program switcher and navigation, main content,
 // and the forms' building blocks. Pages pass their body as SafeHtml.

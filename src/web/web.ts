@@ -11,7 +11,8 @@ import { ApiError } from '../domain/errors.ts';
 import { html } from './html.ts';
 import { renderPage } from './layout.ts';
 import { ASSETS_DIR } from '../paths.ts';
-import { registerSessions, requireCsrfOnUnsafeMethods } from './session.ts';
+import { csrfBindingOf, registerSessions } from './session.ts';
+import { FormExpired, requireCsrfOnUnsafeMethods } from './csrf.ts';
 import { accountRoutes } from './account.routes.ts';
 import { connectRoutes } from './connect/connect.routes.ts';
 import { dashboardRoutes } from './dashboard/dashboard.ts';
@@ -43,9 +44,10 @@ const PAGE_HEADERS = {
 /**
  * An error as a page of the site: 404 "Page not found", 500 "Something went wrong" with the
  * request's reference (the log line has it; the page never shows the error itself), and the
- * rest with what went wrong. With the visitor's session where the route had one.
+ * rest with what went wrong, under `heading` when given. With the visitor's session where the
+ * route had one.
  */
-export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, status: number, message?: string): FastifyReply {
+export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, status: number, message?: string, heading?: string): FastifyReply {
   const session = request.session ?? null;
   const home = session?.user ? html`<a href="/dashboard">Your programs</a>` : html`<a href="/">Back to Tandem</a>`;
   const [title, body] =
@@ -53,7 +55,7 @@ export function sendErrorPage(request: FastifyRequest, reply: FastifyReply, stat
       ? ['Page not found', html`<p>${message ?? html`There is no page at <code>${request.url.split('?')[0]}</code>.`}</p>`]
       : status >= 500
         ? ['Something went wrong', html`<p>This page failed on the server. Try again in a moment; if it keeps failing, report it with this reference: <code>${request.id}</code>.</p>`]
-        : [status === 429 ? 'Slow down' : 'Something is not right', html`<p>${message ?? ''}</p>`];
+        : [heading ?? (status === 429 ? 'Slow down' : 'Something is not right'), html`<p>${message ?? ''}</p>`];
   return reply
     .code(status)
     .headers(PAGE_HEADERS)
@@ -74,9 +76,11 @@ export const webRoutes: FastifyPluginAsync<AppServices> = async (app, services) 
   refuseControlCharacters(app);
   // Anonymous CSRF cookies are signed with a key every process shares, read once here.
   registerSessions(app, services.db, services.clock, await instanceKey(services.db, 'csrf'));
-  requireCsrfOnUnsafeMethods(app);
+  requireCsrfOnUnsafeMethods(app, csrfBindingOf);
 
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    // A form without its CSRF token (csrf.ts): nothing was changed.
+    if (error instanceof FormExpired) return sendErrorPage(request, reply, error.statusCode, error.message, 'This form has expired');
     const status = error instanceof ApiError ? error.status : error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500;
     if (status >= 500) request.log.error({ err: error }, 'page failed');
     return sendErrorPage(request, reply, status, status >= 500 ? undefined : error.message);

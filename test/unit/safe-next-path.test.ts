@@ -1,9 +1,9 @@
-// Where login sends a browser back to (safeNextPath, src/web/session.ts): a path on this site
+// Where login sends a browser back to (safeNextPath, src/web/safe-next-path.ts): a path on this site
 // as the browser would resolve it, or /dashboard — never another origin, however it is
 // spelled. Pure rule: no server, no database.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { safeNextPath } from '../../src/web/session.ts';
+import { safeNextPath } from '../../src/web/safe-next-path.ts';
 
 describe('safeNextPath: paths on this site', () => {
   it('keeps a path with its query and fragment', () => {

@@ -1,7 +1,7 @@
 import type { Program } from '../../modules/programs/program.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, field, renderPage } from '../layout.ts';
-import type { WebSession } from '../session.ts';
+import type { WebSession } from '../session-store.ts';
 import { connectParams, connectUrl, type ConnectRequest } from './connect-request.ts';
 
 // The connect flow's pages: choose a program (or create the first one), then confirm.

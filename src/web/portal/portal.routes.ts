@@ -11,7 +11,9 @@ import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modu
 import { throttlePortalLogin, throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import { cookieOptions, ensureCsrfBinding, isValidCsrf, portalSessionBinding, rejectForgery, submittedCsrfToken, type CsrfBinding } from '../session.ts';
+import { cookieOptions } from '../cookies.ts';
+import { isValidCsrf, portalSessionBinding, rejectForgery, submittedCsrfToken, type CsrfBinding } from '../csrf.ts';
+import { ensureCsrfBinding } from '../session.ts';
 import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, queueSignUpConfirmation, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
 import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
@@ -224,7 +226,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     if (!program) return reply.callNotFound();
     const sessionId = request.cookies[PORTAL_COOKIE];
     if (sessionId && (await signedIn(request, program))) {
-      if (!isValidCsrf(portalFormBinding(sessionId), submittedCsrfToken(request))) return rejectForgery(request, reply);
+      if (!isValidCsrf(portalFormBinding(sessionId), submittedCsrfToken(request))) rejectForgery();
       await signOut(db, sessionId);
     }
     reply.clearCookie(PORTAL_COOKIE, portalCookie(program));
@@ -273,10 +275,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const sessionId = request.cookies[PORTAL_COOKIE];
     const affiliate = sessionId ? await signedIn(request, program) : undefined;
     const csrf = affiliate && sessionId ? portalFormBinding(sessionId) : null;
-    if (request.method !== 'GET' && !isValidCsrf(csrf, submittedCsrfToken(request))) {
-      await rejectForgery(request, reply);
-      return null;
-    }
+    if (request.method !== 'GET' && !isValidCsrf(csrf, submittedCsrfToken(request))) rejectForgery();
     if (!affiliate || !csrf) {
       await reply.redirect(`/portal/${program.portal_slug}/login`, 302);
       return null;
