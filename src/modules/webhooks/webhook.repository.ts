@@ -284,6 +284,21 @@ export function readClaimedDeliveries(db: Db, ids: (number | string)[]): Promise
     .execute() as Promise<ClaimedDelivery[]>;
 }
 
+/**
+ * Gives leased deliveries back unsent, only while lease `leaseId` is still on them: due at
+ * `retryAt`, or when they were due (null). 500 ids a statement.
+ */
+export async function releaseLeases(db: Db, leaseId: string, ids: (number | string)[], retryAt: string | null): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await db
+      .updateTable('webhook_deliveries')
+      .set({ lease_id: null, lease_expires_at: null, ...(retryAt === null ? {} : { next_attempt_at: retryAt }) })
+      .where('id', 'in', ids.slice(i, i + 500))
+      .where('lease_id', '=', leaseId)
+      .execute();
+  }
+}
+
 export interface DeliveryOutcome {
   delivery: ClaimedDelivery;
   attempt: Omit<Insertable<WebhookAttemptsTable>, 'id' | 'delivery_id' | 'webhook_id' | 'event_id'>;
