@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
+import { PostgresAdapter, sql, type QueryExecutorProvider, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -38,4 +38,13 @@ export function lockedOnPostgres<Q extends SelectQueryBuilder<any, any, any>>(db
  */
 export function lockOrderAfter(earlier: string): RawBuilder<unknown> {
   return sql`(select count(*) from ${sql.table(earlier)}) >= 0`;
+}
+
+/**
+ * Makes transactions that name the same key take turns until they end: an advisory lock on
+ * PostgreSQL (for a check and an insert with no row to lock, such as "the first user"); SQLite
+ * runs one writer at a time already, so there it does nothing.
+ */
+export async function serializeOnKey(tx: AnyDb & QueryExecutorProvider, key: string): Promise<void> {
+  if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(tx);
 }

@@ -137,6 +137,17 @@ export async function sequenceEvents(db: Db): Promise<number> {
 }
 
 /**
+ * Numbers what committed before the caller's transaction, in it, so that a new subscription
+ * starts after it (webhooks' createWebhook, after_sequence): PostgreSQL numbers events just after
+ * they commit; SQLite numbers them as it writes them, so there is nothing to do. A backlog beyond
+ * a few batches is left to the worker.
+ */
+export async function numberEventsCommittedBefore(tx: Tx): Promise<void> {
+  if (dialectOf(tx) !== 'postgres') return;
+  for (let batch = 0; batch < 5; batch++) if ((await numberCommittedEvents(tx)) === 0) break;
+}
+
+/**
  * One sequencing step inside the caller's transaction (sequenceEvents; a new subscription, so
  * that what committed before it is numbered before it, see webhooks' createWebhook). Holds the
  * outbox lock until the transaction ends.

@@ -3,8 +3,7 @@ import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
-import { dialectOf } from '../../db/dialect.ts';
-import { sql } from 'kysely';
+import { serializeOnKey } from '../../db/dialect.ts';
 import { ApiError, conflict, invalidField } from '../../domain/errors.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { expireUserResetTokens } from './password-reset.repository.ts';
@@ -91,7 +90,7 @@ export async function createUser(db: Db, input: { email: string; password: strin
 export async function createFirstUser(db: Db, input: { email: string; password: string }, clock: Clock = systemClock): Promise<User | null> {
   const row = await newUserRow(input, clock);
   return inTransaction(db, async (tx) => {
-    if (dialectOf(tx) === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('tandem:first-user'))`.execute(tx);
+    await serializeOnKey(tx, 'tandem:first-user');
     if (await anyUserExists(tx)) return null;
     return insertUser(tx, row);
   });

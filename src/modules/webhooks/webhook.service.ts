@@ -3,8 +3,7 @@ import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, conflict, invalidField, notFound } from '../../domain/errors.ts';
 import type { PageRequest } from '../../db/keyset.ts';
-import { numberCommittedEvents, recordEvent } from '../events/outbox.ts';
-import { dialectOf } from '../../db/dialect.ts';
+import { numberEventsCommittedBefore, recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { newSigningSecret } from './signature.ts';
 import { startFanOut } from './fan-out.ts';
@@ -129,12 +128,9 @@ export async function createWebhook(
     if ((await countWebhooks(tx, program.id)) >= MAX_WEBHOOKS_PER_PROGRAM) {
       throw new ApiError('validation_failed', `A program has at most ${MAX_WEBHOOKS_PER_PROGRAM} webhooks; delete one first.`);
     }
-    // PostgreSQL numbers events just after they commit: what committed before this subscription
-    // is numbered now, so that it starts after it (after_sequence) and gets none of it. (SQLite
-    // numbers events as it writes them.) A backlog beyond a few batches is left to the worker.
-    if (dialectOf(tx) === 'postgres') {
-      for (let batch = 0; batch < 5; batch++) if ((await numberCommittedEvents(tx)) === 0) break;
-    }
+    // What committed before this subscription is numbered now, so that it starts after it
+    // (after_sequence) and gets none of it.
+    await numberEventsCommittedBefore(tx);
     await insertWebhook(tx, row);
     // A token revoked while this request ran (its answer may have come from the cache) must not
     // leave a subscription behind: the check reads the token after the insert, under a lock
