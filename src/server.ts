@@ -5,9 +5,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type DatabaseHandle } from './db/database.ts';
 import { migrateToLatest, pendingMigrations } from './db/migrate.ts';
 import { systemClock } from './domain/clock.ts';
-import { createDeliveryWorker, type DeliveryWorker } from './modules/webhooks/delivery-worker.ts';
-import { createMailWorker, type MailWorker } from './modules/mail/mail-worker.ts';
-import { createMailTransport } from './modules/mail/mail-transport.ts';
+import { startWorkers, type RunningWorkers } from './workers.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -36,7 +34,7 @@ export async function startLines(database: DatabaseHandle, config: Config, url: 
   ];
 }
 
-/** Connections of the webhook worker's own pool (PostgreSQL). */
+/** Connections of the workers' own pool (PostgreSQL). */
 const WORKER_POOL_SIZE = 3;
 
 /** Opens and migrates the database, then serves the app. */
@@ -71,29 +69,22 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
               resolve();
             };
           });
-    // The webhook worker shares the process unless WORKER=off; a committed write wakes it, so
-    // an event leaves within milliseconds instead of at the next poll.
-    // On PostgreSQL the worker has a small pool of its own, so its statements never queue
+    // The workers (src/workers.ts) share the process unless WORKER=off; a committed write wakes
+    // them, so an event leaves within milliseconds instead of at the next poll.
+    // On PostgreSQL the workers have a small pool of their own, so their statements never queue
     // behind the requests' (nor take their connections); SQLite has one writer anyway.
     workerDatabase = config.worker && database.dialect === 'postgres' ? openDatabase({ ...config, databasePoolSize: WORKER_POOL_SIZE }) : null;
-    const worker: DeliveryWorker | null = config.worker
-      ? createDeliveryWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log })
-      : null;
-    // The mail outbox goes out the same way (SMTP_URL, or the log), with the same switch.
-    const mailTransport = config.worker ? await createMailTransport(config, app.log) : null;
-    const mail: MailWorker | null = mailTransport
-      ? createMailWorker({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, transport: mailTransport, log: app.log })
-      : null;
-    if (worker) {
+    let workers: RunningWorkers | null = null;
+    if (config.worker) {
+      // Hooks must be added before listening; the workers start once the port is taken.
       // Mail wakes its worker itself when queued (mail.repository.ts): most writes queue none.
       app.addHook('onResponse', (request, reply, done) => {
-        if (request.method !== 'GET' && reply.statusCode < 400) worker.wake();
+        if (request.method !== 'GET' && reply.statusCode < 400) workers?.wake();
         done();
       });
     }
     await app.listen({ port: config.port, host: config.host });
-    worker?.start();
-    mail?.start();
+    if (config.worker) workers = await startWorkers({ db: (workerDatabase ?? database).db, config, clock: options.clock ?? systemClock, log: app.log });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -112,9 +103,7 @@ export async function startServer(config: Config, options: AppOptions = {}): Pro
         (closing ??= (async () => {
           await app!.close();
           await waitForInFlight();
-          await worker?.stop();
-          await mail?.stop();
-          mailTransport?.close();
+          await workers?.stop();
           await workerDatabase?.close();
           await database.close();
         })()),

@@ -5,9 +5,7 @@ import { migrateToLatest } from '../../db/migrate.ts';
 import { copyData } from '../../db/copy-data.ts';
 import { systemClock } from '../../domain/clock.ts';
 import { closeOnSignals, startServer } from '../../server.ts';
-import { createDeliveryWorker } from '../../modules/webhooks/delivery-worker.ts';
-import { createMailWorker } from '../../modules/mail/mail-worker.ts';
-import { createMailTransport } from '../../modules/mail/mail-transport.ts';
+import { startWorkers } from '../../workers.ts';
 import { text, UsageError, type Command } from '../command.ts';
 
 // Running Tandem: the server, the worker, the schema, and moving the data to another database.
@@ -35,19 +33,15 @@ export const serverCommands = {
       // The server's log settings: human lines on a terminal (LOG_FORMAT), JSON for machines.
       const { stream, ...options } = loggerOptions(config);
       const log = pino(options, stream);
-      const worker = createDeliveryWorker({ db: database.db, config, clock: systemClock, log });
-      const transport = await createMailTransport(config, log);
-      const mail = createMailWorker({ db: database.db, config, clock: systemClock, transport, log });
-      worker.start();
-      mail.start();
+      const workers = await startWorkers({ db: database.db, config, clock: systemClock, log });
       log.info('Tandem webhook worker started');
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) process.exit(1);
         stopping = true;
         log.info({ signal }, 'worker stopping: finishing in-flight deliveries');
-        Promise.all([worker.stop(), mail.stop()])
-          .then(() => transport.close())
+        workers
+          .stop()
           .then(() => database.close())
           .then(
             () => process.exit(0),
