@@ -43,11 +43,6 @@ export const IMPORT_EXCEPTIONS = [
     to: ['src/modules/referrals/referral.repository.ts'],
     reason: "the forced-delete cascade: the affiliate's referrals are locked (lockReferralsOfAffiliate) before their sales are voided, in the lock order",
   },
-  {
-    from: 'src/modules/webhooks/delivery-worker.ts',
-    to: ['src/modules/maintenance/purge-expired.ts'],
-    reason: 'pending: the worker split (issue 30 item 3) runs the purge in a maintenance worker of its own',
-  },
 
   // Downward reads of another module's repository (a module's repository is otherwise imported
   // only from its own folder or ledger/): the reader needs the row itself, inside its own

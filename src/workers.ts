@@ -4,6 +4,8 @@ import type { Db } from './db/transaction.ts';
 import { createDeliveryWorker } from './modules/webhooks/delivery-worker.ts';
 import { createMailTransport } from './modules/mail/mail-transport.ts';
 import { createMailWorker } from './modules/mail/mail-worker.ts';
+import { createPeriodicWorker, type PeriodicJob } from './modules/maintenance/periodic-worker.ts';
+import { purgeJob } from './modules/maintenance/purge-job.ts';
 
 // The background work of a Tandem process, as one list: `tandem serve` starts it (unless
 // WORKER=off) and `tandem worker` runs it alone. Every worker keeps its queue in the database,
@@ -33,6 +35,11 @@ interface Worker {
 
 type WorkerStarter = (context: WorkerContext) => Worker | Promise<Worker>;
 
+const periodic =
+  (job: PeriodicJob): WorkerStarter =>
+  (context) =>
+    createPeriodicWorker(job, context);
+
 const WORKERS: readonly WorkerStarter[] = [
   (context) => createDeliveryWorker(context),
   async (context) => {
@@ -47,6 +54,7 @@ const WORKERS: readonly WorkerStarter[] = [
       },
     };
   },
+  periodic(purgeJob),
 ];
 
 export interface RunningWorkers {

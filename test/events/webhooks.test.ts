@@ -383,10 +383,11 @@ describe('delivery rules', () => {
       // Written as the server writes events (numbered at once on SQLite, by the sequencer on PostgreSQL).
       const oldId = await inTransaction(db, (tx) => recordEvent(tx, api.programId, 'webhook.test', {}, old));
       await affiliate(api);
-      const { createDeliveryWorker } = await import('../../src/modules/webhooks/delivery-worker.ts');
+      const { createPeriodicWorker } = await import('../../src/modules/maintenance/periodic-worker.ts');
+      const { purgeJob } = await import('../../src/modules/maintenance/purge-job.ts');
       const logs: string[] = [];
       const log = { error: (o: object, m: string) => logs.push(m), warn: () => {}, debug: () => {} };
-      const worker = createDeliveryWorker({ db, config: t.config, clock: () => new Date(), log });
+      const worker = createPeriodicWorker(purgeJob, { db, config: t.config, clock: () => new Date(), log });
       worker.start();
       for (let i = 0; i < 100; i++) {
         if ((await db.selectFrom('events').select('id').where('id', '=', oldId).executeTakeFirst()) === undefined) break;

@@ -53,8 +53,9 @@ describe('purging expired rows', () => {
         ])
         .execute();
 
-      const { createDeliveryWorker } = await import('../../src/modules/webhooks/delivery-worker.ts');
-      const worker = createDeliveryWorker({ db, config: t.config, clock: () => new Date(), log: { error: () => {}, warn: () => {}, debug: () => {} } });
+      const { createPeriodicWorker } = await import('../../src/modules/maintenance/periodic-worker.ts');
+      const { purgeJob } = await import('../../src/modules/maintenance/purge-job.ts');
+      const worker = createPeriodicWorker(purgeJob, { db, config: t.config, clock: () => new Date(), log: { error: () => {}, warn: () => {}, debug: () => {} } });
       worker.start();
       for (let i = 0; i < 100; i++) {
         if ((await db.selectFrom('idempotency_keys').select('key').where('key', '=', 'day-old').executeTakeFirst()) === undefined) break;

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../db/transaction.ts';
-import { purgeExpired } from '../maintenance/purge-expired.ts';
-import { hasUnsequencedEvents, purgeEventsBefore, sequenceEvents } from '../events/outbox.ts';
+import { hasUnsequencedEvents, sequenceEvents } from '../events/outbox.ts';
 import { createDeliveryLanes } from './delivery-lanes.ts';
 import { fanOutPass } from './fan-out.ts';
 import { nextRound } from './round-robin.ts';
@@ -11,7 +10,8 @@ import { createWebhookSender, type WebhookSender } from './webhook-sender.ts';
 import { webhookDnsFor } from './webhook-dns.ts';
 import { claimDueDeliveries, assignDeliveryPrograms, programsWithDueDeliveries, readClaimedDeliveries } from './webhook.repository.ts';
 
-// The delivery worker: runs inside `tandem serve` (unless WORKER=off) and as `tandem worker`.
+// The delivery worker: runs inside `tandem serve` (unless WORKER=off) and as `tandem worker`
+// (src/workers.ts starts it with the others; the purge is the maintenance worker's).
 // Everything it knows is in the database, so any number of them may run, on any process, and
 // a killed one loses nothing: it numbers committed events (sequenceEvents), makes their
 // deliveries program by program within each program's bound (fan-out.ts), leases due
@@ -27,7 +27,6 @@ import { claimDueDeliveries, assignDeliveryPrograms, programsWithDueDeliveries, 
 export interface Logger {
   error(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
-  debug(obj: object, msg: string): void;
 }
 
 export interface DeliveryWorker {
@@ -65,7 +64,6 @@ const MAX_IN_FLIGHT = 1000;
  * many programs whose endpoints hang), up to this many in all: a newcomer is never shut out.
  */
 const HARD_MAX_IN_FLIGHT = 2 * MAX_IN_FLIGHT;
-const PURGE_EVERY_MS = 10 * 60_000;
 
 export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   const { db, config, clock, log } = options;
@@ -81,7 +79,6 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | null = null;
-  let lastPurge = 0;
 
   const wake = () => {
     const w = wakeUp;
@@ -155,17 +152,6 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
     return made;
   }
 
-  async function purgeIfDue() {
-    const now = clock().getTime();
-    if (now - lastPurge < PURGE_EVERY_MS) return;
-    lastPurge = now;
-    const cutoff = new Date(now - config.eventRetentionDays * 86_400_000).toISOString();
-    const purged = await purgeEventsBefore(db, cutoff);
-    if (purged > 0) log.debug({ purged, cutoff }, 'purged old events');
-    const expired = await purgeExpired(db, new Date(now), config);
-    if (Object.values(expired).some((n) => n > 0)) log.debug(expired, 'purged expired sessions, connect codes, idempotency keys, attempt counters and old click rows');
-  }
-
   async function loop() {
     while (running) {
       // Each step on its own: a failing one (the database away, say) does not keep the others
@@ -188,7 +174,6 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
         return adopted + (await fanOut());
       });
       const claimed = await step('claiming deliveries', claimAndDispatch);
-      await step('purge', async () => (await purgeIfDue(), 0));
       if (!running) break;
       if (numbered > 0 || made > 0 || claimed > 0) await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
       else await idle(failed ? 1000 : pollMs);
