@@ -24,7 +24,7 @@ export const serverCommands = {
   },
   worker: {
     summary: 'deliver webhooks and e-mail and purge expired rows, without HTTP',
-    description: 'Runs the webhook and mail workers only, beside servers started with WORKER=off; run as many as you like, they share the queue safely.',
+    description: 'Runs the workers only (webhook delivery, mail, and the purge of expired rows), beside servers started with WORKER=off; run as many as you like, they share the queue safely.',
     flags: {},
     example: 'tandem worker',
     async run(config) {
@@ -34,7 +34,6 @@ export const serverCommands = {
       const { stream, ...options } = loggerOptions(config);
       const log = pino(options, stream);
       const workers = await startWorkers({ db: database.db, config, clock: systemClock, log });
-      log.info('Tandem webhook worker started');
       let stopping = false;
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) process.exit(1);
@@ -50,6 +49,9 @@ export const serverCommands = {
       };
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
+      // Announced once a signal can stop it gracefully: a supervisor (or a test) that signals on
+      // this line must not find the process without its handlers.
+      log.info('Tandem webhook worker started');
     },
   },
   migrate: {
