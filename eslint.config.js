@@ -59,7 +59,7 @@ export default tseslint.config(
  * The import rules, one `no-restricted-imports` list per folder, for every file of it:
  * - the floors of the house: domain/ imports nothing of db/, http/, modules/ or web/; db/ nothing
  *   of http/, modules/ or web/; http/ no module and no page; modules/ no page; nothing below them
- *   imports app.ts, server.ts or cli/;
+ *   imports app.ts, server.ts, workers.ts or cli/;
  * - src/modules/ by MODULE_ORDER: a module imports only modules on floors below its own, and
  *   another module's repository only from ledger/ (or ledger's repository, from anywhere);
  * - services and repositories take plain input: nothing of http/ but its shared schemas;
@@ -79,7 +79,7 @@ function importBoundaries() {
   }
 
   const layer = (names, message) => ({ group: names.map((name) => `**/${name}/**`), message });
-  const TOP = { group: ['**/app.ts', '**/server.ts', '**/cli/**'], message: 'app.ts, server.ts and cli/ are the top of the house: nothing below them imports them.' };
+  const TOP = { group: ['**/app.ts', '**/server.ts', '**/workers.ts', '**/cli/**'], message: 'app.ts, server.ts, workers.ts and cli/ are the top of the house: nothing below them imports them.' };
   const notHttp = { group: ['**/http/**', '!**/http/schemas.ts'], message: 'Services and repositories take plain input: the route resolves HTTP matters (http/schemas.ts types excepted).' };
   const noRepository = (message) => ({ group: ['**/*.repository.ts'], message });
   const floorName = (index) => `floor ${index + 1} of ${MODULE_ORDER.length}`;
