@@ -1,9 +1,7 @@
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
-import type { AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import type { Affiliate } from '../affiliates/affiliate.schema.ts';
-import { serializeAffiliate } from '../affiliates/affiliate.service.ts';
 import type { AffiliateLink } from '../affiliates/link.schema.ts';
 import { getAffiliateLinks } from '../affiliates/link.service.ts';
 import type { PromotionalCode } from '../coupons/promotional-code.schema.ts';
@@ -26,8 +24,7 @@ export interface PortalView {
 /** The newest codes and payouts a portal shows. */
 const SHOWN = 100;
 
-export async function getPortalView(db: Db, program: ProgramContext, row: AffiliateRow): Promise<PortalView> {
-  const affiliate = serializeAffiliate(row, program);
+export async function getPortalView(db: Db, program: ProgramContext, affiliate: Affiliate): Promise<PortalView> {
   const [links, codeRows, balance, payoutRows] = await Promise.all([
     getAffiliateLinks(db, program, affiliate),
     getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
