@@ -71,7 +71,7 @@ function importBoundaries() {
       ],
       rules: rule([notHttp, notWeb]),
     },
-    // Pages render what services return; row types remain in three list pages until R4's domain lists.
-    { files: ['src/web/**'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repository.ts'], allowTypeImports: true, message: 'Pages go through services, never repositories.' }] }] } },
+    // Pages render what services return (domain objects, never rows): no repository, not even its types.
+    { files: ['src/web/**'], rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [{ group: ['**/*.repository.ts'], message: 'Pages go through services, never repositories.' }] }] } },
   ];
 }

@@ -2,7 +2,7 @@ import type Stripe from 'stripe';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { instanceKey } from '../../db/instance-keys.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
@@ -119,8 +119,8 @@ export function serializeBillingEvent(row: BillingEventRow): BillingEvent {
 }
 
 /** A page of the program's billing events: one keyset read, whatever else the program holds. */
-export function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
-  return listBillingEvents(db, program.id, page);
+export async function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<Page<BillingEvent>> {
+  return mapPage(pageOf(await listBillingEvents(db, program.id, page), page), serializeBillingEvent);
 }
 
 /**
@@ -425,6 +425,6 @@ export async function recordStripeEvent(db: Db, program: ProgramContext, event: 
 
 /** The Stripe section of the dashboard: whether a secret is saved, and the newest events. */
 export async function getStripeStatus(db: Db, program: ProgramContext, shown: number): Promise<{ connected: boolean; events: BillingEvent[] }> {
-  const [sealed, rows] = await Promise.all([sealedStripeSecretOf(db, program.id), listBillingEvents(db, program.id, { limit: shown - 1 })]);
-  return { connected: Boolean(sealed), events: rows.slice(0, shown).map(serializeBillingEvent) };
+  const [sealed, events] = await Promise.all([sealedStripeSecretOf(db, program.id), getBillingEventPage(db, program, { limit: shown })]);
+  return { connected: Boolean(sealed), events: events.items };
 }

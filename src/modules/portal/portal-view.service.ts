@@ -5,11 +5,10 @@ import type { Affiliate } from '../affiliates/affiliate.schema.ts';
 import type { AffiliateLink } from '../affiliates/link.schema.ts';
 import { getAffiliateLinks } from '../affiliates/link.service.ts';
 import type { PromotionalCode } from '../coupons/promotional-code.schema.ts';
-import { serializeCodes } from '../coupons/promotional-code.serializer.ts';
 import { getPromotionalCodePage } from '../coupons/promotional-code.service.ts';
 import { getLedgerBalance } from '../ledger/commission.service.ts';
 import type { Payout } from '../payouts/payout.schema.ts';
-import { getPayoutPage, serializePayout } from '../payouts/payout.service.ts';
+import { getPayoutPage } from '../payouts/payout.service.ts';
 
 /** What a signed-in affiliate sees: the portal page and me.json (CONTRACT "Affiliate portal"), the same figures as the API and the ledger. */
 export interface PortalView {
@@ -25,11 +24,11 @@ export interface PortalView {
 const SHOWN = 100;
 
 export async function getPortalView(db: Db, program: ProgramContext, affiliate: Affiliate): Promise<PortalView> {
-  const [links, codeRows, balance, payoutRows] = await Promise.all([
+  const [links, codes, balance, payouts] = await Promise.all([
     getAffiliateLinks(db, program, affiliate),
-    getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+    getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN }),
     getLedgerBalance(db, program, affiliate.id),
-    getPayoutPage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+    getPayoutPage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN }),
   ]);
   // Revenue net of refunds through the affiliate's links, summed exactly in minor units.
   const revenueMinor = links.reduce((sum, link) => sum + toMinorUnits(link.totalRevenue, program.currency, '#/revenue'), 0);
@@ -43,7 +42,7 @@ export async function getPortalView(db: Db, program: ProgramContext, affiliate: 
     },
     commission: { pending: balance.pending, due: balance.due, paid: balance.paid },
     links,
-    promotionalCodes: await serializeCodes(db, program, codeRows.slice(0, SHOWN)),
-    payouts: payoutRows.slice(0, SHOWN).map(serializePayout),
+    promotionalCodes: codes.items,
+    payouts: payouts.items,
   };
 }

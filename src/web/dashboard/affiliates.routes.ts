@@ -1,28 +1,23 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
-import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
-import { CreateAffiliateBody, UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
-import { countAffiliatesMatching, createAffiliate, getAffiliatePage, getAffiliateProfile, getApprovalQueue, updateAffiliate } from '../../modules/affiliates/affiliate.service.ts';
-import type { AffiliateListFilter } from '../../modules/affiliates/affiliate.repository.ts';
+import { CreateAffiliateBody, UpdateAffiliateBody, type Affiliate } from '../../modules/affiliates/affiliate.schema.ts';
+import { countAffiliatesMatching, createAffiliate, getAffiliatePage, getAffiliateProfile, getApprovalQueue, updateAffiliate, type AffiliateListFilter } from '../../modules/affiliates/affiliate.service.ts';
+import { AFFILIATES_CSV_ROWS, exportAffiliatesCsv } from '../../modules/affiliates/affiliate-export.ts';
 import type { PageOrder } from '../../db/keyset.ts';
-import { csvLine } from '../../domain/csv.ts';
-import { toIso } from '../../domain/clock.ts';
-import { minorToDecimalText } from '../../domain/money.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink, getAffiliateLinks } from '../../modules/affiliates/link.service.ts';
 import { getPromotionalCodePage } from '../../modules/coupons/promotional-code.service.ts';
-import { serializeCodes } from '../../modules/coupons/promotional-code.serializer.ts';
 import { getReferralPage } from '../../modules/referrals/referral.service.ts';
 import { getSalePage } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { getLedgerBalance } from '../../modules/ledger/commission.service.ts';
-import { getPayoutPage, serializePayout } from '../../modules/payouts/payout.service.ts';
+import { getPayoutPage } from '../../modules/payouts/payout.service.ts';
 import { payoutTable } from './payouts.routes.ts';
 import { csrfField, postButton } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage, type DashboardProgram } from './dashboard-page.ts';
-import { formatAmount, formatConversion, formatCount, formatMinor, formatRate, formatTime, statusBadge } from './format.ts';
+import { currentProgram, doneFlash, listPage, pager, redirectDone, requestedPage, sendPage, type DashboardProgram } from './dashboard-page.ts';
+import { formatAmount, formatConversion, formatCount, formatRate, formatTime, statusBadge } from './format.ts';
 import { apiBody, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, type FormErrors, type FormValues, errorFlash } from './forms.ts';
 import { affiliateChoices, choiceLabel } from './affiliate-field.ts';
 import { referralTable } from './referrals.routes.ts';
@@ -48,17 +43,17 @@ const DONE = {
 const QUEUE_SHOWN = 50;
 
 /** Affiliates as a table, the key columns first (they stay in view on a phone). */
-function affiliateRows(rows: AffiliateRow[], base: string, currency: string): SafeHtml {
+function affiliateRows(affiliates: Affiliate[], base: string, currency: string): SafeHtml {
   return html`<div class="table-wrap" role="region" aria-label="Affiliates" tabindex="0"><table>
     <thead><tr><th scope="col">Name</th><th scope="col" class="num">Commission earned</th><th scope="col">Status</th><th scope="col" class="num">Referrals</th><th scope="col">Link</th><th scope="col">E-mail</th><th scope="col">Joined</th></tr></thead>
-    <tbody>${rows.map(
+    <tbody>${affiliates.map(
       (a) => html`<tr>
-        <td><a href="${base}/affiliates/${a.id}">${a.first_name} ${a.last_name}</a></td>
-        <td class="num">${formatMinor(a.total_commission_earned, currency)}</td>
+        <td><a href="${base}/affiliates/${a.id}">${a.firstName} ${a.lastName}</a></td>
+        <td class="num">${formatAmount(a.totalCommissionEarned, currency)}</td>
         <td>${statusBadge(a.status === 'active')}</td>
-        <td class="num">${Number(a.number_of_referred_users)}</td>
-        <td><code>${a.link ?? ''}</code></td><td>${a.email}</td>
-        <td>${formatTime(a.created_at)}</td>
+        <td class="num">${a.numberOfReferredUsers}</td>
+        <td><code>${a.link}</code></td><td>${a.email}</td>
+        <td>${formatTime(a.createdAt)}</td>
       </tr>`,
     )}</tbody>
   </table></div>`;
@@ -69,9 +64,6 @@ const SORTS: Record<string, [label: string, order: PageOrder]> = {
   oldest: ['Oldest first', { column: 'created_at', direction: 'asc' }],
   'commission-desc': ['Commission earned, highest first', { column: 'total_commission_earned', direction: 'desc' }],
 };
-
-/** Rows in one CSV download of the affiliate list. */
-const AFFILIATES_CSV_ROWS = 10_000;
 
 /** The list's filters from the query string: search text, status, order. */
 function readAffiliateList(request: FastifyRequest) {
@@ -143,8 +135,8 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     const { context, base, program } = currentProgram(request);
     const { q, status, sort, order, filter, values } = readAffiliateList(request);
     const page = requestedPage(request, order);
-    const [rows, count] = await Promise.all([getAffiliatePage(db, context, page, filter), countAffiliatesMatching(db, context, filter)]);
-    const list = splitPage(rows, page, `${base}/affiliates`, values);
+    const [found, count] = await Promise.all([getAffiliatePage(db, context, page, filter), countAffiliatesMatching(db, context, filter)]);
+    const list = listPage(found, page, `${base}/affiliates`, values);
     const filtered = q !== '' || status !== undefined;
     const qs = new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined)).toString();
     const queue = await getApprovalQueue(db, context, QUEUE_SHOWN);
@@ -156,13 +148,13 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
             <p class="muted">Sign-ups from your portal. Approving makes the affiliate active and e-mails them their link.${queue.count > QUEUE_SHOWN ? ` The oldest ${QUEUE_SHOWN} are shown.` : ''}</p>
             <div class="table-wrap" role="region" aria-label="Waiting for approval" tabindex="0"><table>
               <thead><tr><th scope="col">Name</th><th scope="col">E-mail</th><th scope="col">Signed up</th><th scope="col"><span class="visually-hidden">Decision</span></th></tr></thead>
-              <tbody>${queue.rows.map(
+              <tbody>${queue.signUps.map(
                 (a) => html`<tr>
-                  <td><a href="${base}/affiliates/${a.id}">${a.first_name} ${a.last_name}</a></td>
+                  <td><a href="${base}/affiliates/${a.id}">${a.firstName} ${a.lastName}</a></td>
                   <td>${a.email}</td>
-                  <td>${formatTime(a.created_at)}</td>
-                  <td>${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Approve', { className: 'small', ariaLabel: `Approve ${a.first_name} ${a.last_name}`, fields: html`<input type="hidden" name="approval" value="approved">` })}
-                    ${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Reject', { className: 'danger small', ariaLabel: `Reject ${a.first_name} ${a.last_name}`, fields: html`<input type="hidden" name="approval" value="rejected">` })}</td>
+                  <td>${formatTime(a.createdAt)}</td>
+                  <td>${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Approve', { className: 'small', ariaLabel: `Approve ${a.firstName} ${a.lastName}`, fields: html`<input type="hidden" name="approval" value="approved">` })}
+                    ${postButton(request.session!, `${base}/affiliates/${a.id}/approval`, 'Reject', { className: 'danger small', ariaLabel: `Reject ${a.firstName} ${a.lastName}`, fields: html`<input type="hidden" name="approval" value="rejected">` })}</td>
                 </tr>`,
               )}</tbody>
             </table></div>
@@ -191,14 +183,9 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
 
   // The list as CSV (what the filters show, in their order; formula-safe cells).
   app.get('/affiliates.csv', async (request, reply) => {
-    const { context, program } = currentProgram(request);
+    const { context } = currentProgram(request);
     const { order, filter } = readAffiliateList(request);
-    const rows = await getAffiliatePage(db, context, { limit: AFFILIATES_CSV_ROWS - 1, order }, filter);
-    const money = (minor: number | string) => minorToDecimalText(minor, program.currency);
-    let csv = csvLine(['id', 'first_name', 'last_name', 'email', 'link', 'status', 'approval', 'commission_rate', 'referrals', 'clicks', 'currency', 'commission_earned', 'payout_email', 'payment_method', 'created_at']);
-    for (const a of rows.slice(0, AFFILIATES_CSV_ROWS)) {
-      csv += csvLine([a.id, a.first_name, a.last_name, a.email, a.link ?? '', a.status, a.approval, a.commission_rate === null ? '' : millionthsToRate(a.commission_rate), Number(a.number_of_referred_users), Number(a.number_of_clicks), program.currency, money(a.total_commission_earned), a.payout_email ?? '', a.payment_method ?? '', toIso(a.created_at)]);
-    }
+    const csv = await exportAffiliatesCsv(db, context, filter, order);
     return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="affiliates-${context.clock().toISOString().slice(0, 10)}.csv"`).send(csv);
   });
 
@@ -245,7 +232,7 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
     const { context, base, program } = currentProgram(request);
     const { affiliateId } = request.params as { affiliateId: string };
     const affiliate = await getAffiliateProfile(db, context, affiliateId);
-    const [links, referrals, sales, codeRows, balance, payoutRows] = await Promise.all([
+    const [links, referrals, sales, codes, balance, payouts] = await Promise.all([
       getAffiliateLinks(db, context, affiliate),
       getReferralPage(db, context, { affiliateId }, { limit: RECENT }),
       getSalePage(db, context, { affiliateId }, { limit: RECENT }),
@@ -254,10 +241,9 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       getPayoutPage(db, context, { affiliateId }, { limit: RECENT }),
     ]);
     const money = (amount: number) => formatAmount(amount, program.currency);
-    const codes = await serializeCodes(db, context, codeRows.slice(0, RECENT));
     const name = `${affiliate.firstName} ${affiliate.lastName}`;
     const active = affiliate.status === 'active';
-    const more = (rows: unknown[], href: string, label: string) => (rows.length > RECENT ? html`<p><a href="${href}">${label}</a></p>` : '');
+    const more = (page: { next?: unknown }, href: string, label: string) => (page.next !== undefined ? html`<p><a href="${href}">${label}</a></p>` : '');
 
     const body = html`
       <div class="page-head">
@@ -311,21 +297,21 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
       </form>
 
       <h2>Referrals</h2>
-      ${referrals.length === 0 ? html`<p class="empty">No referred customers yet.</p>` : referralTable(referrals.slice(0, RECENT), null, base)}
+      ${referrals.items.length === 0 ? html`<p class="empty">No referred customers yet.</p>` : referralTable(referrals.items, null, base)}
       ${more(referrals, `${base}/referrals?affiliate=${affiliate.id}`, 'All referrals of this affiliate →')}
 
       <h2>Sales</h2>
-      ${sales.length === 0 ? html`<p class="empty">No sales yet.</p>` : saleTable(sales.slice(0, RECENT), null, base, program.currency)}
-      <p><a href="${base}/sales?affiliate=${affiliate.id}">${sales.length > RECENT ? 'All sales of this affiliate →' : 'Filter sales by date →'}</a></p>
+      ${sales.items.length === 0 ? html`<p class="empty">No sales yet.</p>` : saleTable(sales.items, null, base, program.currency)}
+      <p><a href="${base}/sales?affiliate=${affiliate.id}">${sales.next !== undefined ? 'All sales of this affiliate →' : 'Filter sales by date →'}</a></p>
 
       <h2>Payouts</h2>
-      ${payoutRows.length === 0 ? html`<p class="empty">No payouts yet.</p>` : payoutTable(payoutRows.slice(0, RECENT).map(serializePayout), base, false)}
+      ${payouts.items.length === 0 ? html`<p class="empty">No payouts yet.</p>` : payoutTable(payouts.items, base, false)}
 
       <h2>Promotional codes</h2>
-      ${codes.length === 0
+      ${codes.items.length === 0
         ? html`<p class="empty">No codes assigned. <a href="${base}/coupons">Assign one on Coupons &amp; codes</a>.</p>`
         : html`<div class="table-wrap" role="region" aria-label="Promotional codes" tabindex="0"><table><thead><tr><th scope="col">Code</th><th scope="col">Coupon</th><th scope="col">Status</th><th scope="col" class="num">Redeemed</th></tr></thead>
-            <tbody>${codes.map((c) => html`<tr><td><a href="${base}/coupons/codes/${c.id}"><code>${c.code}</code></a></td><td>${c.coupon.name}</td><td>${statusBadge(c.active)}</td><td class="num">${c.timesRedeemed}${c.maxRedemptions === null ? '' : ` / ${c.maxRedemptions}`}</td></tr>`)}</tbody></table></div>`}`;
+            <tbody>${codes.items.map((c) => html`<tr><td><a href="${base}/coupons/codes/${c.id}"><code>${c.code}</code></a></td><td>${c.coupon.name}</td><td>${statusBadge(c.active)}</td><td class="num">${c.timesRedeemed}${c.maxRedemptions === null ? '' : ` / ${c.maxRedemptions}`}</td></tr>`)}</tbody></table></div>`}`;
     return sendPage(db, request, reply, {
       title: name,
       active: 'affiliates',

@@ -3,17 +3,15 @@ import type { AppServices } from '../../app-services.ts';
 import type { Db } from '../../db/transaction.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { assertValidBody } from '../../http/validation.ts';
-import { getAffiliatePage } from '../../modules/affiliates/affiliate.service.ts';
-import { resolveAffiliate } from '../../modules/affiliates/affiliate-lookup.ts';
+import { getAffiliate, getAffiliatePage } from '../../modules/affiliates/affiliate.service.ts';
 import { CreateCouponBody } from '../../modules/coupons/coupon.schema.ts';
-import { createCoupon, getCoupon, getCouponPage } from '../../modules/coupons/coupon.service.ts';
+import { createCoupon, getCoupon, getCouponPage, type ListedCoupon } from '../../modules/coupons/coupon.service.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { CreatePromotionalCodeBody, UpdatePromotionalCodeBody, type Coupon, type NestedPromotionalCode } from '../../modules/coupons/promotional-code.schema.ts';
-import { serializeCoupons } from '../../modules/coupons/promotional-code.serializer.ts';
 import { createPromotionalCode, getPromotionalCode, updatePromotionalCode } from '../../modules/coupons/promotional-code.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, doneFlash, pager, redirectDone, listPage, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatAmount, formatRedeemed, formatTime, statusBadge } from './format.ts';
 import {
   apiBody,
@@ -65,7 +63,7 @@ async function affiliateIdOfEmail(db: Db, program: ProgramContext, email: string
   const text = optionalText(email);
   if (text === undefined) return null;
   try {
-    return (await resolveAffiliate(db, program, { email: text })).id;
+    return (await getAffiliate(db, program, { email: text })).id;
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) throw invalidField('#/affiliateEmail', 'no affiliate of this program has this e-mail');
     if (error instanceof ApiError && error.status === 422) throw invalidField('#/affiliateEmail', 'must be an e-mail address');
@@ -75,8 +73,8 @@ async function affiliateIdOfEmail(db: Db, program: ProgramContext, email: string
 
 /** Suggestions for the affiliate field (the newest affiliates); any e-mail can still be typed. */
 async function affiliateSuggestions(db: Db, program: ProgramContext): Promise<SafeHtml> {
-  const rows = await getAffiliatePage(db, program, { limit: 100 });
-  return html`<datalist id="affiliate-emails">${rows.slice(0, 100).map((a) => html`<option value="${a.email}">${a.first_name} ${a.last_name}</option>`)}</datalist>`;
+  const { items } = await getAffiliatePage(db, program, { limit: 100 });
+  return html`<datalist id="affiliate-emails">${items.map((a) => html`<option value="${a.email}">${a.firstName} ${a.lastName}</option>`)}</datalist>`;
 }
 
 function affiliateField(value: string | undefined, errors: FormErrors): SafeHtml {
@@ -123,18 +121,16 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
   app.get('/coupons', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const page = requestedPage(request);
-    const rows = await getCouponPage(db, context, {}, page);
-    const list = splitPage(rows, page, `${base}/coupons`);
-    const coupons = await serializeCoupons(db, context, list.items);
-    const redeemed = new Map(list.items.map((row) => [row.id, Number(row.times_redeemed)]));
+    const list = listPage(await getCouponPage(db, context, {}, page), page, `${base}/coupons`);
+    const coupons = list.items;
     const now = context.clock().getTime();
 
-    const couponCard = (coupon: Coupon) => html`<section class="card" aria-labelledby="coupon-${coupon.id}">
+    const couponCard = (coupon: ListedCoupon) => html`<section class="card" aria-labelledby="coupon-${coupon.id}">
       <div class="page-head">
         <h2 id="coupon-${coupon.id}">${coupon.name}</h2>
         <a class="button small" href="${base}/coupons/${coupon.id}/codes/new">Add a code</a>
       </div>
-      <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatRedeemed(redeemed.get(coupon.id) ?? 0, coupon.maxRedemptions)}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
+      <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatRedeemed(coupon.timesRedeemed, coupon.maxRedemptions)}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
       ${coupon.promotionalCodes.length === 0
         ? html`<p class="muted">No codes yet. Customers redeem a coupon through a code: <a href="${base}/coupons/${coupon.id}/codes/new">add one</a> for each affiliate.</p>`
         : html`<div class="table-wrap" role="region" aria-label="Coupons and codes" tabindex="0"><table>

@@ -2,12 +2,12 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { getLedgerBalance } from '../../modules/ledger/commission.service.ts';
-import { EXPORT_ROW_LIMITS, exportPayouts, type ExportFormat } from '../../modules/payouts/payout-export.ts';
+import { EXPORT_ROW_LIMITS, exportPayoutPage, type ExportFormat } from '../../modules/payouts/payout-export.ts';
 import { UpdatePayoutBody, type Payout } from '../../modules/payouts/payout.schema.ts';
-import { getPayoutPage, runPayouts, serializePayout, updatePayout } from '../../modules/payouts/payout.service.ts';
+import { getPayoutPage, runPayouts, updatePayout } from '../../modules/payouts/payout.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, doneFlash, pager, redirectDone, listPage, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatAmount, formatMinor, formatTime } from './format.ts';
 import { errorFlash, formErrorsOf, noErrors, optionalText, optionalUtcDateTime, readForm, readQuery, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 
@@ -55,9 +55,9 @@ export const payoutDashboardRoutes: FastifyPluginAsync<AppServices> = async (app
     const query = readQuery(request);
     const status = statusOf(query.status);
     const page = requestedPage(request);
-    const [rows, balance] = await Promise.all([getPayoutPage(db, context, { status }, page), getLedgerBalance(db, context)]);
-    const list = splitPage(rows, page, `${base}/payouts`, { status });
-    const payouts = list.items.map(serializePayout);
+    const [found, balance] = await Promise.all([getPayoutPage(db, context, { status }, page), getLedgerBalance(db, context)]);
+    const list = listPage(found, page, `${base}/payouts`, { status });
+    const payouts = list.items;
     const money = (amount: number) => formatAmount(amount, program.currency);
     const plan = context.plan;
     const body = html`
@@ -98,9 +98,8 @@ export const payoutDashboardRoutes: FastifyPluginAsync<AppServices> = async (app
   async function payoutPage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
     const { context, base } = currentProgram(request);
     const { payoutId } = request.params as { payoutId: string };
-    const [row] = await getPayoutPage(db, context, { id: payoutId }, { limit: 1 });
-    if (!row) return reply.callNotFound();
-    const payout = serializePayout(row);
+    const [payout] = (await getPayoutPage(db, context, { id: payoutId }, { limit: 1 })).items;
+    if (!payout) return reply.callNotFound();
     const name = `${payout.affiliate.firstName} ${payout.affiliate.lastName}`;
     const body = html`
       <div class="page-head"><h1>Payout to ${name}</h1></div>
@@ -135,16 +134,16 @@ export const payoutDashboardRoutes: FastifyPluginAsync<AppServices> = async (app
   }
 
   app.get('/payouts/export', async (request, reply) => {
-    const { context, program } = currentProgram(request);
+    const { context } = currentProgram(request);
     const format = readQuery(request).format as ExportFormat;
     if (!(format in EXPORT_ROW_LIMITS)) return reply.callNotFound();
     // One file holds at most the provider's rows (the oldest payouts wait for the next file, once these are marked).
-    const rows = await getPayoutPage(db, context, { status: 'pending' }, { limit: EXPORT_ROW_LIMITS[format] });
+    const { file } = await exportPayoutPage(db, context, format, { status: 'pending' }, { limit: EXPORT_ROW_LIMITS[format] });
     const day = context.clock().toISOString().slice(0, 10);
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="payouts-${format}-${day}.csv"`)
-      .send(exportPayouts(format, rows.slice(0, EXPORT_ROW_LIMITS[format]), program.name));
+      .send(file);
   });
 
   app.get('/payouts/:payoutId', (request, reply) => payoutPage(request, reply));

@@ -1,13 +1,12 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
-import type { ReferralFilter, ReferralRow } from '../../modules/referrals/referral.repository.ts';
 import { CreateReferralBody } from '../../modules/referrals/referral.schema.ts';
-import { countMatchingReferrals, createReferral, getReferralPage } from '../../modules/referrals/referral.service.ts';
+import { countMatchingReferrals, createReferral, getReferralPage, type ListedReferral, type ReferralQuery } from '../../modules/referrals/referral.service.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, doneFlash, listPage, pager, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatCount, formatTime, statusBadge } from './format.ts';
 import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, selectField, textField, withFieldError, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateChoices, affiliateField, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
@@ -37,15 +36,15 @@ function referralErrorField(error: ApiError, form: FormValues): string | undefin
 }
 
 /** Referred customers as a table (this page, and the affiliate's page without that column). */
-export function referralTable(rows: ReferralRow[], names: AffiliateNames | null, base: string): SafeHtml {
+export function referralTable(referrals: ListedReferral[], names: AffiliateNames | null, base: string): SafeHtml {
   return html`<div class="table-wrap" role="region" aria-label="Referrals" tabindex="0"><table>
     <thead><tr><th scope="col">Customer</th><th scope="col">Status</th>${names ? html`<th scope="col">Affiliate</th>` : ''}<th scope="col">Referred</th><th scope="col">Plan</th></tr></thead>
-    <tbody>${rows.map((r) => {
-      const affiliate = names?.get(r.affiliate_id);
+    <tbody>${referrals.map((r) => {
+      const affiliate = names?.get(r.affiliateId);
       return html`<tr>
         <td>${r.name}<br><span class="muted">${r.email}</span></td><td>${statusBadge(r.status === 'active')}</td>
-        ${names ? html`<td><a href="${base}/affiliates/${r.affiliate_id}">${affiliate?.name ?? 'Affiliate'}</a></td>` : ''}
-        <td>${formatTime(r.created_at)}</td><td>${r.plan || '—'}</td>
+        ${names ? html`<td><a href="${base}/affiliates/${r.affiliateId}">${affiliate?.name ?? 'Affiliate'}</a></td>` : ''}
+        <td>${formatTime(r.createdAt)}</td><td>${r.plan || '—'}</td>
       </tr>`;
     })}</tbody>
   </table></div>`;
@@ -60,13 +59,13 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
     const q = (query.q ?? '').trim();
     const fieldErrors: Record<string, string> = { ...range.errors, ...(affiliate.error ? { affiliate: affiliate.error } : {}), ...(q.length > 200 ? { q: 'Search for at most 200 characters.' } : {}) };
     const status = query.status === 'active' || query.status === 'inactive' ? query.status : undefined;
-    const filter: ReferralFilter = { affiliateId: affiliate.affiliateId, createdFrom: range.createdFrom, createdBefore: range.createdBefore, ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
+    const filter: ReferralQuery = { affiliateId: affiliate.affiliateId, createdFrom: range.createdFrom, createdBefore: range.createdBefore, ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
     const invalid = Object.keys(fieldErrors).length > 0;
     const page = requestedPage(request);
-    const [rows, count] = invalid ? [[], 0] : await Promise.all([getReferralPage(db, context, filter, page), countMatchingReferrals(db, context, filter)]);
+    const [found, count] = invalid ? [{ items: [] }, 0] : await Promise.all([getReferralPage(db, context, filter, page), countMatchingReferrals(db, context, filter)]);
     const values = { q: q || undefined, affiliate: query.affiliate, status, from: query.from, to: query.to };
-    const list = splitPage(rows, page, `${base}/referrals`, values);
-    const names = await getAffiliateNames(db, context, list.items.map((r) => r.affiliate_id));
+    const list = listPage(found, page, `${base}/referrals`, values);
+    const names = await getAffiliateNames(db, context, list.items.map((r) => r.affiliateId));
     const filtered = Object.values(values).some((v) => v !== undefined && v !== '');
     const errors: FormErrors = { fields: fieldErrors, message: '', status: 200 };
 

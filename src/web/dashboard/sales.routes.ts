@@ -1,24 +1,20 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
-import { millionthsToRate } from '../../domain/commission.ts';
-import { csvLine } from '../../domain/csv.ts';
-import { toIso } from '../../domain/clock.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { minorToDecimalText } from '../../domain/money.ts';
 import type { PageOrder } from '../../db/keyset.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts';
-import { getEntryPage, entryStatus } from '../../modules/ledger/commission.service.ts';
-import type { SaleFilter, SaleRow } from '../../modules/sales/sale.repository.ts';
-import { CreateSaleBody, RefundSaleBody } from '../../modules/sales/sale.schema.ts';
+import { getEntryPage } from '../../modules/ledger/commission.service.ts';
+import { CreateSaleBody, RefundSaleBody, type Sale } from '../../modules/sales/sale.schema.ts';
 import { getReferral } from '../../modules/referrals/referral.service.ts';
-import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale } from '../../modules/sales/sale.service.ts';
+import { exportSalesCsv, SALES_CSV_ROWS } from '../../modules/sales/sale-export.ts';
+import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale, type SaleQuery } from '../../modules/sales/sale.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
-import { formatCount, formatMinor, formatRate, formatTime } from './format.ts';
+import { currentProgram, doneFlash, listPage, pager, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
+import { formatAmount, formatCount, formatMinor, formatRate, formatTime } from './format.ts';
 import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, selectField, textField, withFieldError, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateChoices, affiliateField, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
@@ -45,44 +41,37 @@ const REFUND_STATES: [string, string][] = [
   ['full', 'Fully refunded'],
 ];
 
-/** Rows in one CSV download; past it the page says to narrow the filters. */
-export const SALES_CSV_ROWS = 10_000;
-
 const DONE = { recorded: 'Sale recorded.', refunded: 'Refund recorded; the commission was taken back in proportion.', voided: 'Sale voided: it left the lists, the counters and the commission owed.' };
 
-/** The sale's commission net of refunds, in minor units. */
-const netCommission = (s: SaleRow) => Number(s.commission) - Number(s.refunded_commission);
-
 /** Sales as a table (this page, and the affiliate's page without the affiliate column). Key columns first, so they stay in view on a phone. */
-export function saleTable(rows: SaleRow[], names: AffiliateNames | null, base: string, currency: string, sortedBy?: PageOrder): SafeHtml {
+export function saleTable(sales: Sale[], names: AffiliateNames | null, base: string, currency: string, sortedBy?: PageOrder): SafeHtml {
   const sort = (column: PageOrder['column']) => (sortedBy?.column === column ? html` aria-sort="${sortedBy.direction === 'asc' ? 'ascending' : 'descending'}"` : '');
   return html`<div class="table-wrap" role="region" aria-label="Sales" tabindex="0"><table>
     <thead><tr><th scope="col">Customer</th><th scope="col" class="num"${sort('total_earned')}>Amount</th><th scope="col" class="num"${sort('commission')}>Commission</th><th scope="col">Status</th><th scope="col"${sort('created_at')}>Date</th>${names ? html`<th scope="col">Affiliate</th>` : ''}<th scope="col" class="num">Rate</th><th scope="col">Invoice</th></tr></thead>
-    <tbody>${rows.map((s) => {
-      const affiliate = names?.get(s.affiliate_id);
+    <tbody>${sales.map((s) => {
+      const affiliate = names?.get(s.affiliateId);
       return html`<tr>
         <td><a href="${base}/sales/${s.id}">${s.name || s.email}</a><br><span class="muted">${s.email}</span></td>
-        <td class="num">${formatMinor(s.total_earned, currency)}</td>
-        <td class="num">${formatMinor(netCommission(s), currency)}</td>
+        <td class="num">${formatAmount(s.totalEarned, currency)}</td>
+        <td class="num">${formatAmount(s.commission, currency)}</td>
         <td>${refundBadge(s, currency)}</td>
-        <td>${formatTime(s.created_at)}</td>
-        ${names ? html`<td><a href="${base}/affiliates/${s.affiliate_id}">${affiliate?.name ?? 'Affiliate'}</a></td>` : ''}
-        <td class="num">${formatRate(millionthsToRate(s.commission_rate))}</td>
-        <td>${s.external_invoice_id || '—'}</td>
+        <td>${formatTime(s.createdAt)}</td>
+        ${names ? html`<td><a href="${base}/affiliates/${s.affiliateId}">${affiliate?.name ?? 'Affiliate'}</a></td>` : ''}
+        <td class="num">${formatRate(s.commissionRate)}</td>
+        <td>${s.externalInvoiceId || '—'}</td>
       </tr>`;
     })}</tbody>
   </table></div>`;
 }
 
-function refundBadge(s: SaleRow, currency: string): SafeHtml {
-  const refunded = Number(s.refunded_amount);
-  if (refunded === 0) return html`<span class="badge ok">Paid</span>`;
-  if (refunded >= Number(s.total_earned)) return html`<span class="badge bad">Refunded</span>`;
-  return html`<span class="badge warn">${formatMinor(refunded, currency)} refunded</span>`;
+function refundBadge(s: Sale, currency: string): SafeHtml {
+  if (s.status === 'paid') return html`<span class="badge ok">Paid</span>`;
+  if (s.status === 'refunded') return html`<span class="badge bad">Refunded</span>`;
+  return html`<span class="badge warn">${formatAmount(s.refundedAmount, currency)} refunded</span>`;
 }
 
 interface SaleListQuery {
-  filter: SaleFilter;
+  filter: SaleQuery;
   sort: string;
   order: PageOrder;
   /** The query string's values, to keep in the form, the pager and the CSV link. */
@@ -108,7 +97,7 @@ async function readSaleListQuery(db: AppServices['db'], request: FastifyRequest)
       createdFrom: range.createdFrom,
       createdBefore: range.createdBefore,
       ...(q ? { search: q } : {}),
-      ...(refunded ? { refunded: refunded as SaleFilter['refunded'] } : {}),
+      ...(refunded ? { refunded: refunded as SaleQuery['refunded'] } : {}),
     },
     sort,
     order: SORTS[sort]![1],
@@ -160,9 +149,9 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
     const list = await readSaleListQuery(db, request);
     const invalid = Object.keys(list.errors).length > 0;
     const page = requestedPage(request, list.order);
-    const [rows, totals] = invalid ? [[], null] : await Promise.all([getSalePage(db, context, list.filter, page), getSaleTotals(db, context, list.filter)]);
-    const shown = splitPage(rows, page, `${base}/sales`, list.values);
-    const names = await getAffiliateNames(db, context, shown.items.map((s) => s.affiliate_id));
+    const [found, totals] = invalid ? [{ items: [] }, null] : await Promise.all([getSalePage(db, context, list.filter, page), getSaleTotals(db, context, list.filter)]);
+    const shown = listPage(found, page, `${base}/sales`, list.values);
+    const names = await getAffiliateNames(db, context, shown.items.map((s) => s.affiliateId));
     const filtered = Object.entries(list.values).some(([key, v]) => key !== 'sort' && v !== undefined && v !== '');
     const errors: FormErrors = { fields: list.errors, message: '', status: 200 };
     const qs = queryString(list.values);
@@ -200,34 +189,15 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
 
   // What the list shows (every page, up to SALES_CSV_ROWS), as CSV, in the list's order.
   app.get('/sales.csv', async (request, reply) => {
-    const { context, program } = currentProgram(request);
+    const { context } = currentProgram(request);
     const list = await readSaleListQuery(db, request);
-    const rows = Object.keys(list.errors).length > 0 ? [] : await getSalePage(db, context, list.filter, { limit: SALES_CSV_ROWS - 1, order: list.order });
-    const names = await namesOf(context, rows);
-    const currency = program.currency;
-    let csv = csvLine(['id', 'created_at', 'customer_name', 'customer_email', 'affiliate_id', 'affiliate_name', 'affiliate_email', 'currency', 'amount', 'refunded', 'commission_rate', 'commission', 'commission_refunded', 'commission_net', 'invoice_id', 'external_id']);
-    for (const s of rows.slice(0, SALES_CSV_ROWS)) {
-      const affiliate = names.get(s.affiliate_id);
-      csv += csvLine([
-        Number(s.id), toIso(s.created_at), s.name, s.email, s.affiliate_id, affiliate?.name ?? '', affiliate?.email ?? '', currency,
-        minorToDecimalText(s.total_earned, currency), minorToDecimalText(s.refunded_amount, currency), millionthsToRate(s.commission_rate),
-        minorToDecimalText(s.commission, currency), minorToDecimalText(s.refunded_commission, currency), minorToDecimalText(netCommission(s), currency), s.external_invoice_id, s.external_id,
-      ]);
-    }
+    const csv = await exportSalesCsv(db, context, Object.keys(list.errors).length > 0 ? null : list.filter, list.order);
     const day = context.clock().toISOString().slice(0, 10);
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', `attachment; filename="sales-${day}.csv"`)
       .send(csv);
   });
-
-  /** Names of the affiliates of many rows, asked in chunks of one dashboard page. */
-  async function namesOf(context: ReturnType<typeof currentProgram>['context'], rows: SaleRow[]): Promise<AffiliateNames> {
-    const ids = [...new Set(rows.map((r) => r.affiliate_id))];
-    const names: AffiliateNames = new Map();
-    for (let i = 0; i < ids.length; i += 50) for (const [id, name] of await getAffiliateNames(db, context, ids.slice(i, i + 50))) names.set(id, name);
-    return names;
-  }
 
   async function newSalePage(request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors, affiliate?: AffiliateFieldValue) {
     const { base, program, context } = currentProgram(request);
@@ -294,26 +264,27 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
   async function salePage(request: FastifyRequest, reply: FastifyReply, refundValue = '', refundErrors: FormErrors = noErrors) {
     const { context, base, program } = currentProgram(request);
     const id = saleIdOf(request);
-    const { row: s, refunds, events } = await getSaleHistory(db, context, id);
+    const { sale: s, refunds, events } = await getSaleHistory(db, context, id);
     const now = context.clock();
-    const [entries, names] = await Promise.all([getEntryPage(db, context, { saleId: id }, { limit: 100 }, now), getAffiliateNames(db, context, [s.affiliate_id])]);
+    // Up to 101 entries, as the page has always shown (a sale has a handful).
+    const [{ items: entries }, names] = await Promise.all([getEntryPage(db, context, { saleId: id }, { limit: 101 }, now), getAffiliateNames(db, context, [s.affiliateId])]);
     const currency = program.currency;
-    const affiliate = names.get(s.affiliate_id);
-    const left = Number(s.total_earned) - Number(s.refunded_amount);
+    const affiliate = names.get(s.affiliateId);
+    const left = s.notRefunded;
     const title = `Sale #${s.id}`;
     const body = html`
-      <div class="page-head"><h1>${title}: ${formatMinor(s.total_earned, currency)} from ${s.name || s.email}</h1></div>
+      <div class="page-head"><h1>${title}: ${formatAmount(s.totalEarned, currency)} from ${s.name || s.email}</h1></div>
       <p><a href="${base}/sales">← All sales</a></p>
       <dl class="details card">
         <dt>Status</dt><dd>${refundBadge(s, currency)}</dd>
         <dt>Customer</dt><dd>${s.name} <span class="muted">${s.email}</span></dd>
-        <dt>Affiliate</dt><dd><a href="${base}/affiliates/${s.affiliate_id}">${affiliate?.name ?? 'Affiliate'}</a> <span class="muted">${affiliate?.email ?? ''}</span></dd>
-        <dt>Date</dt><dd>${formatTime(s.created_at)}</dd>
-        <dt>Amount</dt><dd>${formatMinor(s.total_earned, currency)}</dd>
-        <dt>Refunded</dt><dd>${formatMinor(s.refunded_amount, currency)}</dd>
-        <dt>Commission</dt><dd>${formatMinor(netCommission(s), currency)} <span class="muted">(${formatMinor(s.commission, currency)} at ${s.commission_rule === 'flat' ? 'a flat amount' : formatRate(millionthsToRate(s.commission_rate))}${Number(s.refunded_commission) > 0 ? html`, ${formatMinor(s.refunded_commission, currency)} taken back` : ''})</span></dd>
-        <dt>Invoice</dt><dd>${s.external_invoice_id || '—'}</dd>
-        ${s.external_id ? html`<dt>External id</dt><dd>${s.external_id}</dd>` : ''}
+        <dt>Affiliate</dt><dd><a href="${base}/affiliates/${s.affiliateId}">${affiliate?.name ?? 'Affiliate'}</a> <span class="muted">${affiliate?.email ?? ''}</span></dd>
+        <dt>Date</dt><dd>${formatTime(s.createdAt)}</dd>
+        <dt>Amount</dt><dd>${formatAmount(s.totalEarned, currency)}</dd>
+        <dt>Refunded</dt><dd>${formatAmount(s.refundedAmount, currency)}</dd>
+        <dt>Commission</dt><dd>${formatAmount(s.commission, currency)} <span class="muted">(${formatAmount(s.grossCommission, currency)} at ${s.commissionRule === 'flat' ? 'a flat amount' : formatRate(s.commissionRate)}${s.refundedCommission > 0 ? html`, ${formatAmount(s.refundedCommission, currency)} taken back` : ''})</span></dd>
+        <dt>Invoice</dt><dd>${s.externalInvoiceId || '—'}</dd>
+        ${s.externalId ? html`<dt>External id</dt><dd>${s.externalId}</dd>` : ''}
       </dl>
 
       <section class="card" aria-labelledby="refund-heading">
@@ -321,7 +292,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
         ${left > 0
           ? html`<form method="post" action="${base}/sales/${s.id}/refund" novalidate data-confirm="Record this refund? The affiliate's commission is taken back in proportion.">
               ${csrfField(request.session!)}
-              ${textField({ label: `Amount to refund (${currency})`, name: 'amount', value: refundValue, help: `Leave empty to refund all that is left: ${formatMinor(left, currency)}.`, attrs: html`inputmode="decimal" autocomplete="off"` }, refundErrors)}
+              ${textField({ label: `Amount to refund (${currency})`, name: 'amount', value: refundValue, help: `Leave empty to refund all that is left: ${formatAmount(left, currency)}.`, attrs: html`inputmode="decimal" autocomplete="off"` }, refundErrors)}
               <div class="actions"><button type="submit">Refund</button></div>
             </form>`
           : html`<p>Fully refunded.</p>`}
@@ -336,7 +307,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
           ? html`<p class="empty">No refunds.</p>`
           : html`<div class="table-wrap" role="region" aria-label="Refunds" tabindex="0"><table>
               <thead><tr><th scope="col" class="num">Amount</th><th scope="col" class="num">Commission taken back</th><th scope="col">Date</th></tr></thead>
-              <tbody>${refunds.map((r) => html`<tr><td class="num">${formatMinor(r.amount, currency)}</td><td class="num">${formatMinor(r.commission, currency)}</td><td>${formatTime(r.created_at)}</td></tr>`)}</tbody>
+              <tbody>${refunds.map((r) => html`<tr><td class="num">${formatAmount(r.amount, currency)}</td><td class="num">${formatAmount(r.commission, currency)}</td><td>${formatTime(r.createdAt)}</td></tr>`)}</tbody>
             </table></div>`}
       </section>
 
@@ -346,7 +317,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
           ? html`<p class="empty">No ledger entries (the sale earned no commission).</p>`
           : html`<div class="table-wrap" role="region" aria-label="Commission ledger" tabindex="0"><table>
               <thead><tr><th scope="col" class="num">Amount</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Due</th><th scope="col">Payout</th><th scope="col">Recorded</th></tr></thead>
-              <tbody>${entries.map((e) => html`<tr><td class="num">${formatMinor(e.amount, e.currency)}</td><td>${e.kind}</td><td>${entryStatus(e, now)}</td><td>${formatTime(e.due_at)}</td><td>${e.payout_id ? html`<a href="${base}/payouts/${e.payout_id}">Payout</a>` : '—'}</td><td>${formatTime(e.created_at)}</td></tr>`)}</tbody>
+              <tbody>${entries.map((e) => html`<tr><td class="num">${formatAmount(e.amount, e.currency)}</td><td>${e.kind}</td><td>${e.status}</td><td>${formatTime(e.dueAt)}</td><td>${e.payoutId ? html`<a href="${base}/payouts/${e.payoutId}">Payout</a>` : '—'}</td><td>${formatTime(e.createdAt)}</td></tr>`)}</tbody>
             </table></div>`}
       </section>
 
@@ -354,7 +325,7 @@ export const saleRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) =
         <h2 id="events-heading">Events</h2>
         ${events.length === 0
           ? html`<p class="empty">No events found (events are kept for the event retention period).</p>`
-          : html`<ul class="plain">${events.map((e) => html`<li><code>${e.type}</code> ${formatTime(e.created_at)} <span class="muted">${e.id}</span></li>`)}</ul>`}
+          : html`<ul class="plain">${events.map((e) => html`<li><code>${e.type}</code> ${formatTime(e.createdAt)} <span class="muted">${e.id}</span></li>`)}</ul>`}
       </section>`;
     return sendPage(db, request, reply, { title, active: 'sales', body, status: refundErrors.status, flash: refundErrors.message ? errorFlash(refundErrors) : doneFlash(request, DONE) });
   }

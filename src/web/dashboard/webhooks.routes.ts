@@ -18,11 +18,12 @@ import {
   replayEvent,
   replayFailedSince,
   sendTestEvent,
+  type WebhookAttempt,
   type WebhookWithCounts,
 } from '../../modules/webhooks/webhook.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, doneFlash, pager, redirectDone, listPage, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatCount, formatTime } from './format.ts';
 import { errorFlash, formErrorsOf, noErrors, optionalUtcDateTime, readForm, readQuery, textField, toDateTimeInput, type FormErrors, type FormValues } from './forms.ts';
 
@@ -68,27 +69,23 @@ function formatSeconds(value: string | Date): SafeHtml {
   return html`<time datetime="${iso}">${iso.slice(0, 10)}<br>${iso.slice(11, 19)} UTC</time>`;
 }
 
-function eventTypesOf(w: WebhookWithCounts): string[] {
-  return JSON.parse(w.events) as string[];
-}
-
 function eventList(types: string[]): SafeHtml {
   if (types.includes('*')) return html`All events`;
   return html`<ul class="event-types">${types.map((t) => html`<li><code>${t}</code></li>`)}</ul>`;
 }
 
 function statusOf(w: WebhookWithCounts, disableAfter: string): SafeHtml {
-  if (w.disabled_at !== null) {
-    return html`<span class="badge bad">Disabled</span> <span class="muted">at ${formatTime(w.disabled_at)}, after every attempt failed for ${disableAfter}</span>`;
+  if (w.disabledAt !== null) {
+    return html`<span class="badge bad">Disabled</span> <span class="muted">at ${formatTime(w.disabledAt)}, after every attempt failed for ${disableAfter}</span>`;
   }
-  if (w.failing_since !== null) return html`<span class="badge warn">Failing</span> <span class="muted">since ${formatTime(w.failing_since)}</span>`;
+  if (w.failingSince !== null) return html`<span class="badge warn">Failing</span> <span class="muted">since ${formatTime(w.failingSince)}</span>`;
   return html`<span class="badge ok">Enabled</span>`;
 }
 
 /** The notice on a disabled endpoint: why, what was kept, and what to do. */
 function disabledNotice(w: WebhookWithCounts, disableAfter: string): SafeHtml {
   return html`<div class="notice bad" role="note">
-    <p><strong>This endpoint was disabled at ${formatTime(w.disabled_at)}</strong> because every delivery attempt to it failed for ${disableAfter}${w.failing_since === null ? '' : html` (failing since ${formatTime(w.failing_since)})`}.</p>
+    <p><strong>This endpoint was disabled at ${formatTime(w.disabledAt)}</strong> because every delivery attempt to it failed for ${disableAfter}${w.failingSince === null ? '' : html` (failing since ${formatTime(w.failingSince)})`}.</p>
     <p>Tandem still queues its events (${formatCount(w.pending)} waiting) but sends nothing until you re-enable it. Fix the endpoint first, then re-enable it: the queued events are delivered at once.</p>
   </div>`;
 }
@@ -137,10 +134,10 @@ function wantsJson(request: FastifyRequest): boolean {
   return /\bapplication\/json\b/.test(request.headers.accept ?? '');
 }
 
-function attemptResult(a: { status_code: number | null; error: string | null }): SafeHtml {
-  if (a.status_code !== null) {
-    const ok = a.status_code >= 200 && a.status_code < 300;
-    return html`<span class="badge ${ok ? 'ok' : 'bad'}">HTTP ${a.status_code}</span>`;
+function attemptResult(a: WebhookAttempt): SafeHtml {
+  if (a.statusCode !== null) {
+    const ok = a.statusCode >= 200 && a.statusCode < 300;
+    return html`<span class="badge ${ok ? 'ok' : 'bad'}">HTTP ${a.statusCode}</span>`;
   }
   return html`<span class="badge bad">No response</span><br><span class="attempt-error">${a.error ?? 'unknown error'}</span>`;
 }
@@ -155,14 +152,14 @@ function deliveryState(state: string): SafeHtml {
 export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
   const disableAfter = formatDuration(config.webhookDisableAfterMs);
 
-  async function listPage(request: FastifyRequest, reply: FastifyReply, options: { created?: CreatedWebhook; values?: FormValues; events?: string[]; errors?: FormErrors } = {}) {
+  async function endpointsPage(request: FastifyRequest, reply: FastifyReply, options: { created?: CreatedWebhook; values?: FormValues; events?: string[]; errors?: FormErrors } = {}) {
     const { context, base } = currentProgram(request);
     const session = request.session!;
     const errors = options.errors ?? noErrors;
     const page = requestedPage(request);
-    const list = splitPage(await getWebhookPageWithCounts(db, context, page), page, `${base}/webhooks`);
+    const list = listPage(await getWebhookPageWithCounts(db, context, page), page, `${base}/webhooks`);
     const created = options.created;
-    const disabled = list.items.filter((w) => w.disabled_at !== null).length;
+    const disabled = list.items.filter((w) => w.disabledAt !== null).length;
 
     const body = html`
       <div class="page-head"><h1>Webhooks</h1></div>
@@ -193,14 +190,14 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         : html`<div class="table-wrap" role="region" aria-label="Endpoints" tabindex="0"><table>
             <thead><tr><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Events</th><th scope="col" class="num">Pending</th><th scope="col" class="num">Failed</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
             <tbody>${list.items.map(
-              (w) => html`<tr data-webhook="${w.id}"${w.disabled_at !== null ? html` class="revoked"` : ''}>
-                <td class="wrap"><a class="url" href="${base}/webhooks/${w.id}">${w.url}</a>${w.token_id ? html`<br><span class="muted">added by a connected app</span>` : ''}</td>
+              (w) => html`<tr data-webhook="${w.id}"${w.disabledAt !== null ? html` class="revoked"` : ''}>
+                <td class="wrap"><a class="url" href="${base}/webhooks/${w.id}">${w.url}</a>${w.addedByApp ? html`<br><span class="muted">added by a connected app</span>` : ''}</td>
                 <td class="wrap status">${statusOf(w, disableAfter)}</td>
-                <td class="wrap">${eventList(eventTypesOf(w))}</td>
+                <td class="wrap">${eventList(w.events)}</td>
                 <td class="num" data-count="pending">${formatCount(w.pending)}</td>
                 <td class="num" data-count="failed">${formatCount(w.failed)}</td>
                 <td><div class="row-actions">
-                  ${w.disabled_at === null
+                  ${w.disabledAt === null
                     ? postButton(session, `${base}/webhooks/${w.id}/test`, 'Send test', { ariaLabel: `Send test to ${w.url}`, formClass: 'send-test' })
                     : postButton(session, `${base}/webhooks/${w.id}/enable`, 'Re-enable', { className: 'small', ariaLabel: `Re-enable ${w.url}` })}
                   ${postButton(session, `${base}/webhooks/${w.id}/delete`, 'Delete', { className: 'danger small', ariaLabel: `Delete ${w.url}`, confirm: deleteQuestion(w.url) })}
@@ -229,7 +226,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     });
   }
 
-  app.get('/webhooks', (request, reply) => listPage(request, reply));
+  app.get('/webhooks', (request, reply) => endpointsPage(request, reply));
 
   app.post('/webhooks', async (request, reply) => {
     const { context } = currentProgram(request);
@@ -237,7 +234,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     const events = postedList(request, 'events');
     try {
       const created = await createWebhook(db, context, createBodyOf(form, events), { allowPrivate: config.webhookAllowPrivateUrls, dns: webhookDnsFor(config), tokenId: null });
-      return listPage(request, reply, { created });
+      return endpointsPage(request, reply, { created });
     } catch (error) {
       const errors = formErrorsOf(error);
       // The URL is subscribed already: say so beside the field, as the form's other URL errors.
@@ -245,7 +242,7 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         errors.fields.url = 'This program already sends events to this URL (see it in the list above). To change its event types, delete it and add it again.';
         errors.message = 'Check the highlighted fields.';
       }
-      return listPage(request, reply, { values: form, events, errors });
+      return endpointsPage(request, reply, { values: form, events, errors });
     }
   });
 
@@ -257,8 +254,8 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
     const webhook = await getWebhookWithCounts(db, context.id, webhookId);
     const path = `${base}/webhooks/${webhook.id}`;
     const page = requestedPage(request);
-    const list = splitPage(await getAttemptPage(db, context.id, webhook.id, page), page, path);
-    const disabled = webhook.disabled_at !== null;
+    const list = listPage(await getAttemptPage(db, context.id, webhook.id, page), page, path);
+    const disabled = webhook.disabledAt !== null;
     const since = options.since ?? toDateTimeInput(new Date(clock().getTime() - 86_400_000).toISOString());
     // Rows are newest first: an event's Resend button goes on its newest attempt only.
     const resendable = new Set<string>();
@@ -279,10 +276,10 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         <dl class="details">
           <dt>URL</dt><dd><code class="url">${webhook.url}</code></dd>
           <dt>Status</dt><dd>${statusOf(webhook, disableAfter)}</dd>
-          <dt>Events</dt><dd>${eventList(eventTypesOf(webhook))}</dd>
+          <dt>Events</dt><dd>${eventList(webhook.events)}</dd>
           <dt>Pending deliveries</dt><dd data-count="pending">${formatCount(webhook.pending)}</dd>
           <dt>Failed deliveries</dt><dd data-count="failed">${formatCount(webhook.failed)} <span class="muted">(gave up after ${config.webhookRetrySchedule.length + 1} attempts)</span></dd>
-          <dt>Added</dt><dd>${formatTime(webhook.created_at)}${webhook.token_id ? ' by a connected app' : ''}</dd>
+          <dt>Added</dt><dd>${formatTime(webhook.createdAt)}${webhook.addedByApp ? ' by a connected app' : ''}</dd>
           <dt>Id</dt><dd><code>${webhook.id}</code></dd>
         </dl>
       </section>
@@ -300,16 +297,16 @@ export const webhookDashboardRoutes: FastifyPluginAsync<AppServices> = async (ap
         : html`<div class="table-wrap" role="region" aria-label="Delivery attempts" tabindex="0"><table aria-labelledby="attempts">
             <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Result</th><th scope="col" class="num">Duration</th><th scope="col">Response</th><th scope="col">Delivery now</th></tr></thead>
             <tbody>${list.items.map((a) => {
-              const first = !resendable.has(a.event_id);
-              resendable.add(a.event_id);
-              return html`<tr data-attempt="${String(a.id)}">
-                <td>${formatSeconds(a.created_at)}</td>
-                <td><code>${a.event_type}</code><br><code class="muted">${a.event_id}</code></td>
+              const first = !resendable.has(a.eventId);
+              resendable.add(a.eventId);
+              return html`<tr data-attempt="${a.id}">
+                <td>${formatSeconds(a.createdAt)}</td>
+                <td><code>${a.eventType}</code><br><code class="muted">${a.eventId}</code></td>
                 <td class="wrap">${attemptResult(a)}</td>
-                <td class="num">${formatCount(a.duration_ms)} ms</td>
-                <td class="wrap">${a.response_excerpt === null || a.response_excerpt === '' ? html`<span class="muted">—</span>` : html`<pre class="excerpt">${a.response_excerpt}</pre>`}</td>
-                <td><div class="row-actions">${deliveryState(a.delivery_state)}${first
-                  ? postButton(session, `${path}/replay`, 'Resend', { ariaLabel: `Resend ${a.event_type} ${a.event_id}`, fields: html`<input type="hidden" name="eventId" value="${a.event_id}">` })
+                <td class="num">${formatCount(a.durationMs)} ms</td>
+                <td class="wrap">${a.responseExcerpt === null || a.responseExcerpt === '' ? html`<span class="muted">—</span>` : html`<pre class="excerpt">${a.responseExcerpt}</pre>`}</td>
+                <td><div class="row-actions">${deliveryState(a.deliveryState)}${first
+                  ? postButton(session, `${path}/replay`, 'Resend', { ariaLabel: `Resend ${a.eventType} ${a.eventId}`, fields: html`<input type="hidden" name="eventId" value="${a.eventId}">` })
                   : ''}</div></td>
               </tr>`;
             })}</tbody>
