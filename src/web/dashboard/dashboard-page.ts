@@ -25,6 +25,9 @@ declare module 'fastify' {
   }
 }
 
+/** The signed-in user's session: what a page's forms and post buttons are bound to (their CSRF token). */
+export type DashboardSession = NonNullable<FastifyRequest['session']>;
+
 /** The signed-in user (dashboard.ts redirects everyone else to the login page first). */
 export function currentUser(request: FastifyRequest): { id: string; email: string } {
   const user = request.session?.user;
