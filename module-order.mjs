@@ -78,34 +78,8 @@ export const IMPORT_EXCEPTIONS = [
     reason: 'a click reads the link it counts for (findLink) in its own transaction',
   },
   {
-    from: 'src/modules/portal/portal-view.service.ts',
-    to: ['src/modules/affiliates/affiliate.repository.ts'],
-    typeOnly: true,
-    reason: "the portal's view is built from the signed-in affiliate's row (AffiliateRow)",
-  },
-  {
     from: 'src/modules/tokens/token.service.ts',
     to: ['src/modules/webhooks/webhook.repository.ts'],
     reason: 'revoking a token deletes the REST-hook subscriptions made with it (deleteWebhooksOfToken) in the same transaction',
-  },
-
-  // Pages go through services; these still type their tables with repository rows.
-  {
-    from: ['src/web/dashboard/affiliate-field.ts', 'src/web/dashboard/affiliates.routes.ts', 'src/web/portal/portal.routes.ts'],
-    to: ['src/modules/affiliates/affiliate.repository.ts'],
-    typeOnly: true,
-    reason: 'pending: row types until list services return domain objects (issue 30 item 4)',
-  },
-  {
-    from: 'src/web/dashboard/sales.routes.ts',
-    to: ['src/modules/sales/sale.repository.ts'],
-    typeOnly: true,
-    reason: 'pending: row types until list services return domain objects (issue 30 item 4)',
-  },
-  {
-    from: 'src/web/dashboard/referrals.routes.ts',
-    to: ['src/modules/referrals/referral.repository.ts'],
-    typeOnly: true,
-    reason: 'pending: row types until list services return domain objects (issue 30 item 4)',
   },
 ];

@@ -19,6 +19,38 @@ export interface PageOrder {
   direction: 'asc' | 'desc';
 }
 
+/** Where a page ends: its last row's keyset position, which the next page starts after (a cursor carries it, signed). */
+export type PagePosition = NonNullable<PageRequest['after']>;
+
+/** One page of a list, as services return it: its items (domain objects) and, when more follow, where the next page starts. */
+export interface Page<T> {
+  items: T[];
+  next?: PagePosition;
+}
+
+/**
+ * The page of the rows a page query fetched: one row more than `page.limit` says a next page
+ * exists, and is cut. The next page starts after the last row kept (by its `order.column` too,
+ * when the list is ordered by another column).
+ */
+export function pageOf<R extends { created_at: string | Date; id: string | number }>(rows: R[], page: PageRequest): Page<R> {
+  if (rows.length <= page.limit) return { items: rows };
+  const items = rows.slice(0, page.limit);
+  const last = items[items.length - 1]!;
+  const byValue = page.order !== undefined && page.order.column !== 'created_at' ? page.order.column : undefined;
+  const createdAt = typeof last.created_at === 'string' ? last.created_at : last.created_at.toISOString();
+  const next: PagePosition = byValue === undefined ? { createdAt, id: last.id } : { createdAt, id: last.id, value: Number((last as unknown as Record<string, unknown>)[byValue]) };
+  return { items, next };
+}
+
+/** The same page with each item made another (a row into its domain object). */
+export function mapPage<R, T>(page: Page<R>, toItem: (item: R) => T): Page<T> {
+  return page.next === undefined ? { items: page.items.map(toItem) } : { items: page.items.map(toItem), next: page.next };
+}
+
+/** A page with nothing on it (a filter that names nobody). */
+export const emptyPage = <T>(): Page<T> => ({ items: [] });
+
 /**
  * Adds the keyset conditions, order and limit (one extra row tells whether a next page exists).
  * `rowsToFetch` is that limit plus one, or a compiled query's placeholder for it.

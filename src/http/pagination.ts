@@ -1,13 +1,13 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.ts';
-import { toIso } from '../domain/clock.ts';
-import type { PageRequest } from '../db/keyset.ts';
+import type { Page, PagePosition, PageRequest } from '../db/keyset.ts';
 
 // The HTTP side of lists (the query side is db/keyset.ts): the `limit`/`cursor`/`createdAfter`
-// query parameters, and the `Link: rel="next"` header. A cursor is the last row's position,
-// signed with the instance's cursor key and bound to the list it came from (the program and
-// the path), so a forged, tampered or foreign cursor is a 400 invalid_cursor, never a query.
+// query parameters, and the `Link: rel="next"` header made from a page's `next`. A cursor is the
+// last row's position, signed with the instance's cursor key and bound to the list it came from
+// (the program and the path), so a forged, tampered or foreign cursor is a 400 invalid_cursor,
+// never a query.
 
 export interface PageQuery {
   limit?: number;
@@ -51,24 +51,22 @@ export function parsePageRequest(request: FastifyRequest, query: PageQuery = req
   return page;
 }
 
-/** The cursor of the page that starts after `row`, for this request's list. */
-export function encodeCursor(request: FastifyRequest, row: { created_at: string | Date; id: string | number }, value?: number): string {
-  const payload = Buffer.from(JSON.stringify(value === undefined ? [toIso(row.created_at), row.id] : [toIso(row.created_at), row.id, value])).toString('base64url');
+/** The cursor of the page that starts after `position` (a page's `next`), for this request's list. */
+export function encodeCursor(request: FastifyRequest, position: PagePosition): string {
+  const { createdAt, id, value } = position;
+  const payload = Buffer.from(JSON.stringify(value === undefined ? [createdAt, id] : [createdAt, id, value])).toString('base64url');
   return `${payload}.${signature(request, payload).toString('base64url')}`;
 }
 
-/** Trims the extra row and, when more rows exist, sets `Link: <…>; rel="next"`. */
-export function finishPage<R extends { created_at: string | Date; id: string | number }>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  siteUrl: string,
-  rows: R[],
-  page: PageRequest,
-): R[] {
-  if (rows.length <= page.limit) return rows;
-  const items = rows.slice(0, page.limit);
-  setNextLink(request, reply, siteUrl, 'cursor', encodeCursor(request, items[items.length - 1]!));
-  return items;
+/** When more follow the page (a list's, or a file's), sets `Link: <…>; rel="next"` with the cursor of its `next`; returns the page. */
+export function linkNextPage<P extends { next?: PagePosition }>(request: FastifyRequest, reply: FastifyReply, siteUrl: string, page: P): P {
+  if (page.next !== undefined) setNextLink(request, reply, siteUrl, 'cursor', encodeCursor(request, page.next));
+  return page;
+}
+
+/** A list page's items, its `Link` header set (linkNextPage). */
+export function finishPage<T>(request: FastifyRequest, reply: FastifyReply, siteUrl: string, page: Page<T>): T[] {
+  return linkNextPage(request, reply, siteUrl, page).items;
 }
 
 /**

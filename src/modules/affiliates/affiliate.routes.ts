@@ -5,7 +5,7 @@ import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
 import { AffiliateSchema, AffiliatesQuery, ApiUpdateAffiliateBody, CreateAffiliateBody, DeleteAffiliateTarget, UpdateAffiliateTarget, type Affiliate } from './affiliate.schema.ts';
-import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, serializeAffiliate, updateAffiliate } from './affiliate.service.ts';
+import { createAffiliate, deleteAffiliate, getAffiliate, getAffiliatePage, updateAffiliate } from './affiliate.service.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { invalidField } from '../../domain/errors.ts';
@@ -44,8 +44,7 @@ export const affiliateRoutes: FastifyPluginAsyncTypebox<AppServices> = async (ap
       const program = request.auth.program;
       if (id !== undefined || email !== undefined) return affiliates.sendOne(reply, await getAffiliate(db, program, { id, email }));
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getAffiliatePage(db, program, page), page);
-      return affiliates.sendMany(reply, rows.map((row) => serializeAffiliate(row, program)));
+      return affiliates.sendMany(reply, finishPage(request, reply, config.siteUrl, await getAffiliatePage(db, program, page)));
     },
   );
 

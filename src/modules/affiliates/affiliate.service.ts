@@ -5,7 +5,7 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { conflict, hasDependents, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
@@ -34,6 +34,8 @@ import {
   type AffiliateRow,
 } from './affiliate.repository.ts';
 import { UpdateAffiliateBody, type Affiliate, type CreateAffiliateBody } from './affiliate.schema.ts';
+
+export type { AffiliateListFilter } from './affiliate.repository.ts';
 
 export const DEFAULT_PAYMENT_METHOD = 'none';
 
@@ -121,8 +123,8 @@ export async function getAffiliate(db: Db, program: ProgramContext, filter: { id
   return serializeAffiliate(row, program);
 }
 
-export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest, filter: AffiliateListFilter = {}) {
-  return listAffiliates(db, program.id, page, filter);
+export async function getAffiliatePage(db: Db, program: ProgramContext, page: PageRequest, filter: AffiliateListFilter = {}): Promise<Page<Affiliate>> {
+  return mapPage(pageOf(await listAffiliates(db, program.id, page, filter), page), (row) => serializeAffiliate(row, program));
 }
 
 /** An affiliate with its own commission rate (null: it follows the program's default). */
@@ -138,12 +140,15 @@ export async function getAffiliateNames(db: Db, program: ProgramContext, ids: st
   return new Map(rows.map((row) => [row.id, { name: `${row.first_name} ${row.last_name}`, email: row.email }]));
 }
 
+/** A portal sign-up waiting for the merchant's decision, as the approval queue shows it. */
+export type PendingSignUp = Pick<Affiliate, 'id' | 'firstName' | 'lastName' | 'email' | 'createdAt'>;
+
 /** The approval queue: the oldest `limit` portal sign-ups waiting, and how many wait. */
-export async function getApprovalQueue(db: Db, program: ProgramContext, limit: number) {
-  return pendingAffiliates(db, program.id, limit);
+export async function getApprovalQueue(db: Db, program: ProgramContext, limit: number): Promise<{ signUps: PendingSignUp[]; count: number }> {
+  const { rows, count } = await pendingAffiliates(db, program.id, limit);
+  return { signUps: rows.map((row) => ({ id: row.id, firstName: row.first_name, lastName: row.last_name, email: row.email, createdAt: toIso(row.created_at) })), count };
 }
 
-/** A page of the affiliates whose e-mail or name starts with `text`. */
 /** How many affiliates the dashboard's filter matches. */
 export function countAffiliatesMatching(db: Db, program: ProgramContext, filter: AffiliateListFilter): Promise<number> {
   return countFilteredAffiliates(db, program.id, filter);

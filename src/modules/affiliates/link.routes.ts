@@ -5,7 +5,7 @@ import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, targetFromQuery } from '../../http/request-target.ts';
 import { AffiliateLinkSchema, CreateLinkBody, DeleteLinkTarget, LinksQuery, UpdateLinkBody, UpdateLinkTarget } from './link.schema.ts';
-import { createLink, deleteLink, findOneLink, getLinkPage, serializeLink, updateLink } from './link.service.ts';
+import { createLink, deleteLink, findOneLink, getLinkPage, updateLink } from './link.service.ts';
 
 const links = oneOrMany(AffiliateLinkSchema);
 
@@ -57,8 +57,7 @@ export const linkRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       const query = { id, link, affiliateId, affiliateEmail };
       if (id !== undefined || link !== undefined) return links.sendOne(reply, await findOneLink(db, program, query));
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getLinkPage(db, program, query, page), page);
-      return links.sendMany(reply, rows.map((row) => serializeLink(row, program)));
+      return links.sendMany(reply, finishPage(request, reply, config.siteUrl, await getLinkPage(db, program, query, page)));
     },
   );
 

@@ -3,7 +3,7 @@ import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { emptyPage, mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { resolveAffiliate, resolveAffiliateEmailFilter } from './affiliate-lookup.ts';
@@ -128,9 +128,10 @@ export async function findOneLink(db: Db, program: ProgramContext, query: LinkQu
 }
 
 /** A list page, newest first; filters naming nobody give an empty page. */
-export async function getLinkPage(db: Db, program: ProgramContext, query: LinkQuery, page: PageRequest): Promise<LinkWithAffiliateRow[]> {
+export async function getLinkPage(db: Db, program: ProgramContext, query: LinkQuery, page: PageRequest): Promise<Page<AffiliateLink>> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
-  return filter ? listLinks(db, program.id, filter, page) : [];
+  if (!filter) return emptyPage();
+  return mapPage(pageOf(await listLinks(db, program.id, filter, page), page), (row) => serializeLink(row, program));
 }
 
 /**

@@ -64,15 +64,6 @@ export function listBillingEvents(db: Db, programId: string, page: PageRequest):
   return pageQuery(db.selectFrom('billing_events as b').selectAll('b').where('b.program_id', '=', programId), 'b', page).execute();
 }
 
-export async function setStripeSecret(db: Db, programId: string, sealed: string | null, now: string): Promise<void> {
-  await db.updateTable('programs').set({ stripe_secret_sealed: sealed, updated_at: now }).where('id', '=', programId).execute();
-}
-
-export async function stripeSecretOf(db: Db, programId: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', programId).executeTakeFirst();
-  return row?.stripe_secret_sealed;
-}
-
 /** Remembers which invoice a payment intent paid (a later refund names only the payment). */
 export async function recordPayment(db: Db, programId: string, paymentIntent: string, invoiceId: string, now: string): Promise<void> {
   await db

@@ -8,7 +8,7 @@ import { ApiError, notFound } from '../../domain/errors.ts';
 import { DateTime, errorResponses, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { getProgram, toProgramContext } from '../programs/program.service.ts';
-import { getBillingEventPage, recordStripeEvent, serializeBillingEvent, verifyStripeEvent } from './stripe.service.ts';
+import { getBillingEventPage, recordStripeEvent, verifyStripeEvent } from './stripe.service.ts';
 
 export const BillingEventSchema = Type.Object(
   {
@@ -39,8 +39,7 @@ export const billingEventRoutes: FastifyPluginAsyncTypebox<AppServices> = async 
     },
     async (request, reply) => {
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getBillingEventPage(db, request.auth.program, page), page);
-      return rows.map(serializeBillingEvent);
+      return finishPage(request, reply, config.siteUrl, await getBillingEventPage(db, request.auth.program, page));
     },
   );
 };

@@ -2,7 +2,7 @@ import type Stripe from 'stripe';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { instanceKey } from '../../db/instance-keys.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
@@ -45,13 +45,12 @@ import {
   recordDisputeState,
   recordPayment,
   setBillingEventOutcome,
-  setStripeSecret,
   settleBillingEvent,
-  stripeSecretOf,
   takeWaitingInvoicesOf,
   type BillingEventRow,
 } from './billing.repository.ts';
 import { open, seal } from './sealed-secret.ts';
+import { saveStripeSecret, sealedStripeSecretOf } from '../programs/program.service.ts';
 
 // Stripe, connected by one signing secret (issue 20; CONTRACT "Billing providers (Stripe)").
 // POST /api/billing/stripe/{programId} verifies each event with the official package (5-minute
@@ -92,7 +91,7 @@ const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
 /** Saves (or replaces) a program's Stripe webhook signing secret, sealed; it is never shown again. */
 export async function connectStripe(db: Db, programId: string, secret: string, now: string): Promise<void> {
   if (!SECRET.test(secret)) throw invalidField('#/stripeWebhookSecret', 'must be a Stripe webhook signing secret (whsec_…)');
-  await setStripeSecret(db, programId, seal(await billingKey(db), secret), now);
+  await saveStripeSecret(db, programId, seal(await billingKey(db), secret), now);
 }
 
 export interface BillingEvent {
@@ -120,8 +119,8 @@ export function serializeBillingEvent(row: BillingEventRow): BillingEvent {
 }
 
 /** A page of the program's billing events: one keyset read, whatever else the program holds. */
-export function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<BillingEventRow[]> {
-  return listBillingEvents(db, program.id, page);
+export async function getBillingEventPage(db: Db, program: ProgramContext, page: PageRequest): Promise<Page<BillingEvent>> {
+  return mapPage(pageOf(await listBillingEvents(db, program.id, page), page), serializeBillingEvent);
 }
 
 /**
@@ -391,7 +390,7 @@ async function handle(db: Tx, program: ProgramContext, { type, event }: StripeEn
  * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
 export async function verifyStripeEvent(db: Db, program: ProgramContext, rawBody: Buffer, signature: string | undefined): Promise<StripeEnvelope> {
-  const sealed = await stripeSecretOf(db, program.id);
+  const sealed = await sealedStripeSecretOf(db, program.id);
   if (!sealed) throw new ApiError('bad_request', 'Stripe is not connected to this program: save its webhook signing secret first.');
   const client = await stripe();
   let parsed: unknown;
@@ -426,6 +425,6 @@ export async function recordStripeEvent(db: Db, program: ProgramContext, event: 
 
 /** The Stripe section of the dashboard: whether a secret is saved, and the newest events. */
 export async function getStripeStatus(db: Db, program: ProgramContext, shown: number): Promise<{ connected: boolean; events: BillingEvent[] }> {
-  const [sealed, rows] = await Promise.all([stripeSecretOf(db, program.id), listBillingEvents(db, program.id, { limit: shown - 1 })]);
-  return { connected: Boolean(sealed), events: rows.slice(0, shown).map(serializeBillingEvent) };
+  const [sealed, events] = await Promise.all([sealedStripeSecretOf(db, program.id), getBillingEventPage(db, program, { limit: shown })]);
+  return { connected: Boolean(sealed), events: events.items };
 }

@@ -5,7 +5,6 @@ import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CouponSchema } from './promotional-code.schema.ts';
-import { serializeCoupons } from './promotional-code.serializer.ts';
 import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody, UpdateCouponTarget } from './coupon.schema.ts';
 import { createCoupon, deleteCoupon, getCoupon, getCouponPage, updateCoupon } from './coupon.service.ts';
 
@@ -42,8 +41,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       const program = request.auth.program;
       if (id !== undefined || externalId !== undefined) return coupons.sendOne(reply, await getCoupon(db, program, { id, externalId, name }));
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page), page);
-      return coupons.sendMany(reply, await serializeCoupons(db, program, rows));
+      return coupons.sendMany(reply, finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page)));
     },
   );
 

@@ -4,7 +4,7 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, conflict, hasDependents, invalidField, notFound, type FieldError } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { serializeCoupons, serializeNestedCoupon } from './promotional-code.serializer.ts';
 import type { Coupon } from './promotional-code.schema.ts';
@@ -77,8 +77,14 @@ export async function getCoupon(db: Db, program: ProgramContext, filter: CouponF
   return (await serializeCoupons(db, program, [row]))[0]!;
 }
 
-export async function getCouponPage(db: Db, program: ProgramContext, filter: CouponFilter, page: PageRequest) {
-  return listCoupons(db, program.id, filter, page);
+/** A coupon as lists hold it: the API's Coupon, and how many times its codes were redeemed (the dashboard shows it; the API's answer leaves it out). */
+export type ListedCoupon = Coupon & { timesRedeemed: number };
+
+/** A page of coupons, each with its newest codes and the count of all (serializeCoupons). */
+export async function getCouponPage(db: Db, program: ProgramContext, filter: CouponFilter, page: PageRequest): Promise<Page<ListedCoupon>> {
+  const rows = pageOf(await listCoupons(db, program.id, filter, page), page);
+  const coupons = await serializeCoupons(db, program, rows.items);
+  return { ...rows, items: coupons.map((coupon, i) => ({ ...coupon, timesRedeemed: Number(rows.items[i]!.times_redeemed) })) };
 }
 
 const DISCOUNT_TERMS = ['couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths'] as const;

@@ -14,7 +14,6 @@ import {
   UpdatePromotionalCodeBody,
   UpdatePromotionalCodeTarget,
 } from './promotional-code.schema.ts';
-import { serializeCodes } from './promotional-code.serializer.ts';
 import {
   bulkCreatePromotionalCodes,
   createPromotionalCode,
@@ -60,8 +59,7 @@ export const promotionalCodeRoutes: FastifyPluginAsyncTypebox<AppServices> = asy
         return codes.sendOne(reply, await getPromotionalCode(db, program, query));
       }
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getPromotionalCodePage(db, program, query, page), page);
-      return codes.sendMany(reply, await serializeCodes(db, program, rows));
+      return codes.sendMany(reply, finishPage(request, reply, config.siteUrl, await getPromotionalCodePage(db, program, query, page)));
     },
   );
 

@@ -4,7 +4,7 @@ import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { conflict, hasDependents, invalidField, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { emptyPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { recordEvent, recordEvents } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { resolveAffiliate, resolveAffiliateEmailFilter } from '../affiliates/affiliate-lookup.ts';
@@ -255,7 +255,9 @@ export async function getPromotionalCode(db: Db, program: ProgramContext, query:
 }
 
 /** A list page; filters naming nobody give an empty page. */
-export async function getPromotionalCodePage(db: Db, program: ProgramContext, query: CodeQuery, page: PageRequest): Promise<CodeRow[]> {
+export async function getPromotionalCodePage(db: Db, program: ProgramContext, query: CodeQuery, page: PageRequest): Promise<Page<PromotionalCode>> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
-  return filter ? listCodes(db, program.id, filter, page) : [];
+  if (!filter) return emptyPage();
+  const rows = pageOf(await listCodes(db, program.id, filter, page), page);
+  return { ...rows, items: await serializeCodes(db, program, rows.items) };
 }

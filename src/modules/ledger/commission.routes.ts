@@ -4,7 +4,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { CommissionEntrySchema, CommissionsQuery } from './commission.schema.ts';
-import { getEntryPage, serializeEntry } from './commission.service.ts';
+import { getEntryPage } from './commission.service.ts';
 
 export const commissionRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
   app.get(
@@ -23,8 +23,7 @@ export const commissionRoutes: FastifyPluginAsyncTypebox<AppServices> = async (a
       const program = request.auth.program;
       const now = program.clock();
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getEntryPage(db, program, { affiliateId, saleId, status, payoutId }, page, now), page);
-      return rows.map((row) => serializeEntry(row, program, now));
+      return finishPage(request, reply, config.siteUrl, await getEntryPage(db, program, { affiliateId, saleId, status, payoutId }, page, now));
     },
   );
 };

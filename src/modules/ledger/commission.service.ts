@@ -1,5 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
@@ -30,10 +30,11 @@ export function serializeEntry(row: EntryRow, program: ProgramContext, now: Date
   };
 }
 
-/** GET /commissions: a page of the ledger, newest first. */
-export function getEntryPage(db: Db, program: ProgramContext, query: Omit<CommissionsQuery, 'limit' | 'cursor' | 'createdAfter'>, page: PageRequest, now: Date): Promise<EntryRow[]> {
+/** GET /commissions: a page of the ledger, newest first, each entry's status at `now`. */
+export async function getEntryPage(db: Db, program: ProgramContext, query: Omit<CommissionsQuery, 'limit' | 'cursor' | 'createdAfter'>, page: PageRequest, now: Date): Promise<Page<CommissionEntry>> {
   const { status, ...filter } = query;
-  return listEntries(db, program.id, { ...filter, status: status === undefined ? undefined : { is: status as EntryStatus, now: now.toISOString() } }, page);
+  const rows = await listEntries(db, program.id, { ...filter, status: status === undefined ? undefined : { is: status as EntryStatus, now: now.toISOString() } }, page);
+  return mapPage(pageOf(rows, page), (row) => serializeEntry(row, program, now));
 }
 
 /** Pending, due and paid commission of the program, or of one affiliate, at the program's "now", in major units. */

@@ -1,6 +1,9 @@
 import { csvLine, machineField as exact } from '../../domain/csv.ts';
 import { minorToDecimalText } from '../../domain/money.ts';
-import type { PayoutRow } from './payout.repository.ts';
+import { pageOf, type PagePosition, type PageRequest } from '../../db/keyset.ts';
+import type { Db } from '../../db/transaction.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { listPayouts, type PayoutFilter, type PayoutRow } from './payout.repository.ts';
 import { serializePayout } from './payout.service.ts';
 
 // Payout files (docs/payouts.md#exports), one row per payout:
@@ -60,4 +63,11 @@ export function exportPayouts(format: ExportFormat, rows: PayoutRow[], programNa
         rows.map((row) => line([`${row.first_name} ${row.last_name}`, exact(row.payout_email), exact(wiseReference(row)), exact('PERSON'), exact(row.currency), exact(amountText(row)), exact(row.currency), exact(row.currency)])).join('')
       );
   }
+}
+
+/** A page of the program's payouts (at most the format's rows) as a file of `format`, and where the next page starts when more follow. */
+export async function exportPayoutPage(db: Db, program: ProgramContext, format: ExportFormat, filter: PayoutFilter, page: PageRequest): Promise<{ file: string; next?: PagePosition }> {
+  const { items, next } = pageOf(await listPayouts(db, program.id, filter, page), page);
+  const file = exportPayouts(format, items, program.name);
+  return next === undefined ? { file } : { file, next };
 }

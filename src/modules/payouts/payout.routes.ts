@@ -2,10 +2,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
-import { finishPage, parsePageRequest } from '../../http/pagination.ts';
+import { finishPage, linkNextPage, parsePageRequest } from '../../http/pagination.ts';
 import { PayoutExportQuery, PayoutSchema, PayoutsQuery, RunPayoutsBody, UpdatePayoutBody } from './payout.schema.ts';
-import { getPayoutPage, runPayouts, serializePayout, updatePayout } from './payout.service.ts';
-import { EXPORT_ROW_LIMITS, exportPayouts, type ExportFormat } from './payout-export.ts';
+import { getPayoutPage, runPayouts, updatePayout } from './payout.service.ts';
+import { EXPORT_ROW_LIMITS, exportPayoutPage, type ExportFormat } from './payout-export.ts';
 import type { PayoutRow } from './payout.repository.ts';
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { db, config }) => {
@@ -37,8 +37,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     async (request, reply) => {
       const { affiliateId, status } = request.query;
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getPayoutPage(db, request.auth.program, { affiliateId, status: status as PayoutRow['status'] | undefined }, page), page);
-      return rows.map(serializePayout);
+      return finishPage(request, reply, config.siteUrl, await getPayoutPage(db, request.auth.program, { affiliateId, status: status as PayoutRow['status'] | undefined }, page));
     },
   );
 
@@ -73,12 +72,12 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       const maximum = EXPORT_ROW_LIMITS[format];
       const page = parsePageRequest(request, { limit: Math.min(request.query.limit ?? maximum, maximum), cursor: request.query.cursor });
       const filter = { affiliateId: request.query.affiliateId, status: (request.query.status ?? 'pending') as PayoutRow['status'] };
-      const rows = finishPage(request, reply, config.siteUrl, await getPayoutPage(db, program, filter, page), page);
+      const { file } = linkNextPage(request, reply, config.siteUrl, await exportPayoutPage(db, program, format, filter, page));
       const day = program.clock().toISOString().slice(0, 10);
       return reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="payouts-${format}-${day}.csv"`)
-        .send(exportPayouts(format, rows, program.name));
+        .send(file);
     },
   );
 };

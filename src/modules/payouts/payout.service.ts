@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../../db/transaction.ts';
 import { inTransaction, withoutBeforeCommit } from '../../db/transaction.ts';
 import { setImmediate } from 'node:timers/promises';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField, notFound } from '../../domain/errors.ts';
 import { newId } from '../../domain/ids.ts';
@@ -138,8 +138,8 @@ async function payBatch(tx: Tx, program: ProgramContext, affiliateIds: string[],
   return payouts;
 }
 
-export function getPayoutPage(db: Db, program: ProgramContext, filter: PayoutFilter, page: PageRequest): Promise<PayoutRow[]> {
-  return listPayouts(db, program.id, filter, page);
+export async function getPayoutPage(db: Db, program: ProgramContext, filter: PayoutFilter, page: PageRequest): Promise<Page<Payout>> {
+  return mapPage(pageOf(await listPayouts(db, program.id, filter, page), page), serializePayout);
 }
 
 /**

@@ -7,7 +7,8 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import { findAffiliate, type AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import { queueMail } from '../mail/mail.service.ts';
 import { loginLinkMail, signUpConfirmMail, signUpReceivedMail } from '../mail/messages.ts';
-import { confirmAffiliateEmail } from '../affiliates/affiliate.service.ts';
+import { confirmAffiliateEmail, serializeAffiliate } from '../affiliates/affiliate.service.ts';
+import type { Affiliate } from '../affiliates/affiliate.schema.ts';
 import { fullUrlsFor } from '../affiliates/link.service.ts';
 import { consumeToken, deletePortalSession, findPortalSession, findUsableToken, insertLoginToken, insertPortalSession, type PortalHolder } from './portal-login.repository.ts';
 
@@ -97,8 +98,9 @@ export async function createPortalLink(db: Db, program: ProgramContext, by: { af
 }
 
 /** Whom a login link would sign in (for its page), without using it; undefined when unusable. */
-export async function loginLinkHolder(db: Db, program: ProgramContext, token: string): Promise<AffiliateRow | undefined> {
-  return currentHolder(db, program.id, await findUsableToken(db, program.id, sha256(token), program.clock().toISOString()));
+export async function loginLinkHolder(db: Db, program: ProgramContext, token: string): Promise<Affiliate | undefined> {
+  const row = await currentHolder(db, program.id, await findUsableToken(db, program.id, sha256(token), program.clock().toISOString()));
+  return row && serializeAffiliate(row, program);
 }
 
 /** Uses a login link and opens a portal session; the session id (the cookie's value), or null when the link is unusable. */
@@ -121,9 +123,10 @@ export async function signInWithLink(db: Db, program: ProgramContext, token: str
 }
 
 /** The affiliate a portal session cookie stands for in this program (approved and active), or undefined. */
-export async function portalSessionAffiliate(db: Db, program: ProgramContext, sessionId: string): Promise<AffiliateRow | undefined> {
+export async function portalSessionAffiliate(db: Db, program: ProgramContext, sessionId: string): Promise<Affiliate | undefined> {
   if (sessionId.length > 100) return undefined;
-  return currentHolder(db, program.id, await findPortalSession(db, program.id, sha256(sessionId), program.clock().toISOString()));
+  const row = await currentHolder(db, program.id, await findPortalSession(db, program.id, sha256(sessionId), program.clock().toISOString()));
+  return row && serializeAffiliate(row, program);
 }
 
 export async function signOut(db: Db, sessionId: string): Promise<void> {

@@ -1,17 +1,14 @@
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { fromMinorUnits, toMinorUnits } from '../../domain/money.ts';
-import type { AffiliateRow } from '../affiliates/affiliate.repository.ts';
 import type { Affiliate } from '../affiliates/affiliate.schema.ts';
-import { serializeAffiliate } from '../affiliates/affiliate.service.ts';
 import type { AffiliateLink } from '../affiliates/link.schema.ts';
 import { getAffiliateLinks } from '../affiliates/link.service.ts';
 import type { PromotionalCode } from '../coupons/promotional-code.schema.ts';
-import { serializeCodes } from '../coupons/promotional-code.serializer.ts';
 import { getPromotionalCodePage } from '../coupons/promotional-code.service.ts';
 import { getLedgerBalance } from '../ledger/commission.service.ts';
 import type { Payout } from '../payouts/payout.schema.ts';
-import { getPayoutPage, serializePayout } from '../payouts/payout.service.ts';
+import { getPayoutPage } from '../payouts/payout.service.ts';
 
 /** What a signed-in affiliate sees: the portal page and me.json (CONTRACT "Affiliate portal"), the same figures as the API and the ledger. */
 export interface PortalView {
@@ -26,13 +23,12 @@ export interface PortalView {
 /** The newest codes and payouts a portal shows. */
 const SHOWN = 100;
 
-export async function getPortalView(db: Db, program: ProgramContext, row: AffiliateRow): Promise<PortalView> {
-  const affiliate = serializeAffiliate(row, program);
-  const [links, codeRows, balance, payoutRows] = await Promise.all([
+export async function getPortalView(db: Db, program: ProgramContext, affiliate: Affiliate): Promise<PortalView> {
+  const [links, codes, balance, payouts] = await Promise.all([
     getAffiliateLinks(db, program, affiliate),
-    getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+    getPromotionalCodePage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN }),
     getLedgerBalance(db, program, affiliate.id),
-    getPayoutPage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN - 1 }),
+    getPayoutPage(db, program, { affiliateId: affiliate.id }, { limit: SHOWN }),
   ]);
   // Revenue net of refunds through the affiliate's links, summed exactly in minor units.
   const revenueMinor = links.reduce((sum, link) => sum + toMinorUnits(link.totalRevenue, program.currency, '#/revenue'), 0);
@@ -46,7 +42,7 @@ export async function getPortalView(db: Db, program: ProgramContext, row: Affili
     },
     commission: { pending: balance.pending, due: balance.due, paid: balance.paid },
     links,
-    promotionalCodes: await serializeCodes(db, program, codeRows.slice(0, SHOWN)),
-    payouts: payoutRows.slice(0, SHOWN).map(serializePayout),
+    promotionalCodes: codes.items,
+    payouts: payouts.items,
   };
 }

@@ -4,12 +4,26 @@ import { systemClock, toIso, type Clock } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import type { ProgramsTable } from '../../db/schema.ts';
-import type { Selectable } from 'kysely';
 import { conflict, invalidField, notFound } from '../../domain/errors.ts';
 import { PORTAL_SLUG, slugCandidate, slugFrom } from '../../domain/portal-slug.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
+import {
+  findProgramRow,
+  findProgramRowBySlug,
+  findSlugsLike,
+  findStripeSecretSealed,
+  findUserProgramRow,
+  hasAmountsInCurrency,
+  insertProgram,
+  listProgramRowsWithOwner,
+  listUserProgramRows,
+  setStripeSecretSealed,
+  updateUserProgramRow,
+  type ProgramRow,
+} from './program.repository.ts';
+
+export type { ProgramRow } from './program.repository.ts';
 
 /** What every API request knows about the token's program. */
 export interface Program {
@@ -56,8 +70,6 @@ export interface ProgramCommission {
   holdDays: number;
   minimumPayout: number;
 }
-
-export type ProgramRow = Selectable<ProgramsTable>;
 
 /**
  * The host a merchant means, from what they typed or pasted: `shop.example.com`,
@@ -335,7 +347,7 @@ export async function createProgram(db: Db, input: ProgramInput, clock: Clock = 
     const slug = given ?? (await freeSlug(db, base, n));
     const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, stripe_secret_sealed: null, created_at: now, updated_at: now };
     try {
-      await db.insertInto('programs').values(row).execute();
+      await insertProgram(db, row);
       return serializeProgram(row);
     } catch (error) {
       if (!isUniqueViolationOn(error, 'portal_slug')) throw error;
@@ -347,16 +359,14 @@ export async function createProgram(db: Db, input: ProgramInput, clock: Clock = 
 
 /** The first of base, base-2, base-3… (from the n-th on) that no program uses. */
 async function freeSlug(db: Db, base: string, from: number): Promise<string> {
-  const taken = new Set(
-    (await db.selectFrom('programs').select('portal_slug').where((eb) => eb.or([eb('portal_slug', '=', base), eb('portal_slug', 'like', `${base}-%`)])).execute()).map((r) => r.portal_slug),
-  );
+  const taken = new Set(await findSlugsLike(db, base));
   let n = from;
   while (taken.has(slugCandidate(base, n))) n++;
   return slugCandidate(base, n);
 }
 
 export async function getProgram(db: Db, programId: string): Promise<ProgramRow> {
-  const row = await db.selectFrom('programs').selectAll().where('id', '=', programId).executeTakeFirst();
+  const row = await findProgramRow(db, programId);
   if (!row) throw notFound('Program');
   return row;
 }
@@ -366,50 +376,43 @@ export type ProgramListing = Program & { ownerEmail: string };
 
 /** Every program of the instance, or the one owner's, oldest first (the order they were created in). */
 export async function listPrograms(db: Db, filter: { ownerUserId?: string } = {}): Promise<ProgramListing[]> {
-  let query = db.selectFrom('programs as p').innerJoin('users as u', 'u.id', 'p.owner_user_id').selectAll('p').select('u.email as owner_email');
-  if (filter.ownerUserId !== undefined) query = query.where('p.owner_user_id', '=', filter.ownerUserId);
-  const rows = await query.orderBy('p.created_at').orderBy('p.id').execute();
+  const rows = await listProgramRowsWithOwner(db, filter);
   return rows.map(({ owner_email, ...row }) => ({ ...serializeProgram(row), ownerEmail: owner_email }));
 }
 
 /** The programs a user owns, oldest first (the order they were created in). */
 export async function listUserPrograms(db: Db, userId: string): Promise<Program[]> {
-  const rows = await db.selectFrom('programs').selectAll().where('owner_user_id', '=', userId).orderBy('created_at').orderBy('id').execute();
+  const rows = await listUserProgramRows(db, userId);
   return rows.map(serializeProgram);
 }
 
 /** One program of the user, or undefined when it does not exist or belongs to someone else. */
 export async function findUserProgram(db: Db, userId: string, programId: string): Promise<Program | undefined> {
-  const row = await findUserProgramRow(db, userId, programId);
+  const row = isUuid(programId) ? await findUserProgramRow(db, userId, programId) : undefined;
   return row && serializeProgram(row);
 }
 
+/** A program as its pages use it: the settings they show and the tenant context its services take. */
+export interface OpenedProgram {
+  program: Program;
+  context: ProgramContext;
+}
+
+function opened(row: ProgramRow, clock: Clock): OpenedProgram {
+  return { program: serializeProgram(row), context: toProgramContext(row, clock) };
+}
+
 /** The program whose portal lives at /portal/{slug}, or undefined. */
-export async function findProgramBySlug(db: Db, slug: string): Promise<ProgramRow | undefined> {
+export async function findProgramBySlug(db: Db, slug: string, clock: Clock): Promise<OpenedProgram | undefined> {
   if (!PORTAL_SLUG.test(slug)) return undefined;
-  return db.selectFrom('programs').selectAll().where('portal_slug', '=', slug).executeTakeFirst();
+  const row = await findProgramRowBySlug(db, slug);
+  return row && opened(row, clock);
 }
 
-/** The user's program as stored (for its tenant context), or undefined. */
-export async function findUserProgramRow(db: Db, userId: string, programId: string): Promise<ProgramRow | undefined> {
-  if (!isUuid(programId)) return undefined;
-  return db.selectFrom('programs').selectAll().where('id', '=', programId).where('owner_user_id', '=', userId).executeTakeFirst();
-}
-
-/** Whether any stored amount is in the program's currency (sales, the ledger, payouts, codes' minimum amounts). */
-async function hasAmountsInCurrency(db: Db, programId: string): Promise<boolean> {
-  const sale = await db.selectFrom('sales').select('id').where('program_id', '=', programId).limit(1).executeTakeFirst();
-  if (sale) return true;
-  const entry = await db.selectFrom('commission_entries').select('id').where('program_id', '=', programId).limit(1).executeTakeFirst();
-  if (entry) return true;
-  const code = await db
-    .selectFrom('promotional_codes')
-    .select('id')
-    .where('program_id', '=', programId)
-    .where('minimum_amount', 'is not', null)
-    .limit(1)
-    .executeTakeFirst();
-  return code !== undefined;
+/** The user's program with its tenant context (the dashboard's program pages), or undefined when it is not the user's. */
+export async function openUserProgram(db: Db, userId: string, programId: string, clock: Clock): Promise<OpenedProgram | undefined> {
+  const row = isUuid(programId) ? await findUserProgramRow(db, userId, programId) : undefined;
+  return row && opened(row, clock);
 }
 
 /** Changes a user's program with the rules of creation; 404 when it is not the user's. */
@@ -439,7 +442,7 @@ async function changeProgram(db: Db, current: Program, userId: string, input: Pa
   }
   try {
     await inTransaction(db, async (tx) => {
-      await tx.updateTable('programs').set({ ...changes, updated_at: clock().toISOString() }).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
+      await updateUserProgramRow(tx, userId, programId, { ...changes, updated_at: clock().toISOString() });
       await announceChange(tx, TOKEN_CHANGE_CHANNEL); // a token's cached answer carries its program's settings
     });
   } catch (error) {
@@ -447,4 +450,14 @@ async function changeProgram(db: Db, current: Program, userId: string, input: Pa
     throw error;
   }
   return (await findUserProgram(db, userId, programId))!;
+}
+
+/** Saves (or replaces) the program's Stripe signing secret, sealed by the billing module. */
+export function saveStripeSecret(db: Db, programId: string, sealed: string, now: string): Promise<void> {
+  return setStripeSecretSealed(db, programId, sealed, now);
+}
+
+/** The program's sealed Stripe signing secret: null when none is saved, undefined when there is no such program. */
+export function sealedStripeSecretOf(db: Db, programId: string): Promise<string | null | undefined> {
+  return findStripeSecretSealed(db, programId);
 }

@@ -6,7 +6,7 @@ import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CreateReferralBody, DeleteReferralTarget, ReferralSchema, ReferralsQuery, UpdateReferralBody, UpdateReferralTarget } from './referral.schema.ts';
-import { createReferral, deleteReferral, getReferral, getReferralPage, serializeReferral, updateReferral } from './referral.service.ts';
+import { createReferral, deleteReferral, getReferral, getReferralPage, updateReferral } from './referral.service.ts';
 
 const referrals = oneOrMany(ReferralSchema);
 
@@ -42,8 +42,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
       const filter = { affiliateId, affiliateEmail, externalId };
       if (id !== undefined) return referrals.sendOne(reply, await getReferral(db, program, { id, ...filter }));
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getReferralPage(db, program, filter, page), page);
-      return referrals.sendMany(reply, rows.map(serializeReferral));
+      return referrals.sendMany(reply, finishPage(request, reply, config.siteUrl, await getReferralPage(db, program, filter, page)));
     },
   );
 

@@ -3,7 +3,7 @@ import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { emptyPage, mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { newEventId, recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
@@ -171,6 +171,9 @@ async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateR
 
 export type ReferralQuery = ReferralFilter & { affiliateEmail?: string };
 
+/** A referral as lists hold it: the API's Referral, and when it was recorded (the dashboard shows it; the API's answer leaves it out). */
+export type ListedReferral = Referral & { createdAt: string };
+
 export async function getReferral(db: Db, program: ProgramContext, query: ReferralQuery): Promise<Referral> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
   const row = filter && (await findReferral(db, program.id, filter));
@@ -179,9 +182,10 @@ export async function getReferral(db: Db, program: ProgramContext, query: Referr
 }
 
 /** A page of referrals; an `affiliateEmail` no affiliate has gives an empty page. */
-export async function getReferralPage(db: Db, program: ProgramContext, query: ReferralQuery, page: PageRequest): Promise<ReferralRow[]> {
+export async function getReferralPage(db: Db, program: ProgramContext, query: ReferralQuery, page: PageRequest): Promise<Page<ListedReferral>> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
-  return filter ? listReferrals(db, program.id, filter, page) : [];
+  if (!filter) return emptyPage();
+  return mapPage(pageOf(await listReferrals(db, program.id, filter, page), page), (row) => ({ ...serializeReferral(row), createdAt: toIso(row.created_at) }));
 }
 
 /** How many referrals the dashboard's filter matches. */

@@ -22,18 +22,19 @@ export interface StartChecklist {
 
 export async function getStartChecklist(db: Db, program: ProgramContext, totals: ProgramTotals): Promise<StartChecklist> {
   const [keys, apps, links, stripe] = await Promise.all([
-    listProgramTokens(db, program.id, 'api_key', { limit: 20 }),
+    // The newest 21 keys (as this checklist has always looked) are enough to find a live one.
+    listProgramTokens(db, program.id, 'api_key', { limit: 21 }),
     listProgramTokens(db, program.id, 'connect', { limit: 1 }),
     getLinkPage(db, program, {}, { limit: 1 }),
     getStripeStatus(db, program, 1),
   ]);
-  const liveKey = keys.find((k) => k.revoked_at === null);
+  const liveKey = keys.items.find((k) => k.revokedAt === null);
   return {
     apiKeyPrefix: liveKey?.prefix ?? null,
-    affiliateLink: links[0]?.link ?? null,
+    affiliateLink: links.items[0]?.link ?? null,
     hasAffiliate: totals.affiliates > 0,
     hasSale: totals.sales.count > 0,
     hasClick: totals.clicks > 0,
-    connected: apps.length > 0 || stripe.connected,
+    connected: apps.items.length > 0 || stripe.connected,
   };
 }

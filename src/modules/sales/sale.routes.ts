@@ -6,7 +6,7 @@ import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
 import { CreateSaleBody, DeleteSaleTarget, RefundSaleBody, SaleSchema, SalesQuery, UpdateSaleBody, UpdateSaleTarget } from './sale.schema.ts';
-import { createSale, getSale, getSalePage, refundSale, serializeSale, updateSale, voidSale } from './sale.service.ts';
+import { createSale, getSale, getSalePage, refundSale, updateSale, voidSale } from './sale.service.ts';
 
 const sales = oneOrMany(SaleSchema);
 
@@ -42,8 +42,7 @@ export const saleRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, { 
       const filter = { affiliateId, affiliateEmail, referralId, externalId: saleExternalId };
       if (id !== undefined) return sales.sendOne(reply, await getSale(db, program, { id, ...filter }));
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getSalePage(db, program, filter, page), page);
-      return sales.sendMany(reply, rows.map((row) => serializeSale(row, program)));
+      return sales.sendMany(reply, finishPage(request, reply, config.siteUrl, await getSalePage(db, program, filter, page)));
     },
   );
 

@@ -4,8 +4,8 @@ import { toIso } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
 import { ApiError, duplicate, invalidField, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
-import { listSaleEvents, newEventId, recordEvent, type EventRow } from '../events/outbox.ts';
+import { emptyPage, mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
+import { listSaleEvents, newEventId, recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { effectiveRate } from '../affiliates/affiliate.service.ts';
@@ -249,9 +249,11 @@ export async function getSale(db: Db, program: ProgramContext, query: SaleQuery)
   return serializeSale(row, program);
 }
 
-export async function getSalePage(db: Db, program: ProgramContext, query: SaleQuery, page: PageRequest): Promise<SaleRow[]> {
+/** A page of sales; an `affiliateEmail` no affiliate has gives an empty page. */
+export async function getSalePage(db: Db, program: ProgramContext, query: SaleQuery, page: PageRequest): Promise<Page<Sale>> {
   const filter = await resolveAffiliateEmailFilter(db, program, query);
-  return filter ? listSales(db, program.id, filter, page) : [];
+  if (!filter) return emptyPage();
+  return mapPage(pageOf(await listSales(db, program.id, filter, page), page), (row) => serializeSale(row, program));
 }
 
 /** What the sales a filter matches add up to (the dashboard's totals line), in minor units. */
@@ -259,19 +261,42 @@ export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilte
   return sumFilteredSales(db, program.id, filter);
 }
 
-export interface SaleHistory {
-  row: SaleRow;
-  refunds: Awaited<ReturnType<typeof listSaleRefunds>>;
-  /** The events reported about it (see listSaleEvents for the bound). */
-  events: EventRow[];
+/** A sale as its dashboard page shows it: the API's Sale, and how its commission came about (amounts in major units). */
+export interface SaleDetail extends Sale {
+  /** The rule it was recorded under: none when it fell outside the program's commission plan. */
+  commissionRule: SaleRule['rule'];
+  /** The commission before refunds (`commission` is net of them), and what refunds took back. */
+  grossCommission: number;
+  refundedCommission: number;
+  /** What is not refunded yet: what a refund may still take. */
+  notRefunded: number;
 }
 
-/** One sale for its dashboard page: the row, its refunds and its events; 404 when it is not the program's. */
+export interface SaleHistory {
+  sale: SaleDetail;
+  /** Its refunds, oldest first: the amount and the commission each took back. */
+  refunds: { amount: number; commission: number; createdAt: string }[];
+  /** The events reported about it (see listSaleEvents for the bound). */
+  events: { id: string; type: string; createdAt: string }[];
+}
+
+/** One sale for its dashboard page: the sale, its refunds and its events; 404 when it is not the program's. */
 export async function getSaleHistory(db: Db, program: ProgramContext, id: number): Promise<SaleHistory> {
   const row = await findSale(db, program.id, { id });
   if (!row) throw notFound('Sale');
   const [refunds, events] = await Promise.all([listSaleRefunds(db, program.id, id), listSaleEvents(db, program.id, id, toIso(row.created_at))]);
-  return { row, refunds, events };
+  const money = (minor: number | string) => fromMinorUnits(minor, program.currency);
+  return {
+    sale: {
+      ...serializeSale(row, program),
+      commissionRule: row.commission_rule,
+      grossCommission: money(row.commission),
+      refundedCommission: money(row.refunded_commission),
+      notRefunded: money(Number(row.total_earned) - Number(row.refunded_amount)),
+    },
+    refunds: refunds.map((r) => ({ amount: money(r.amount), commission: money(r.commission), createdAt: toIso(r.created_at) })),
+    events: events.map((e) => ({ id: e.id, type: e.type, createdAt: toIso(e.created_at) })),
+  };
 }
 
 async function lockedSale(tx: Tx, program: ProgramContext, filter: { id: number } | { invoiceKey: string }): Promise<SaleRow> {

@@ -4,11 +4,22 @@ import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import type { Authenticated, TokenCache } from './token-cache.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
-import { PROGRAM_CONTEXT_COLUMNS, toProgramContext, type ContextRow } from '../programs/program.service.ts';
+import { toProgramContext } from '../programs/program.service.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
-import { pageQuery, type PageRequest } from '../../db/keyset.ts';
-import { compiledQuery } from '../../db/compiled-query.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
+import {
+  findLiveTokenWithProgram,
+  insertToken,
+  listAllTokens,
+  listTokensOfKind,
+  revokeTokenRow,
+  setTokenLastUsed,
+  type TokenKind,
+  type TokenListRow,
+} from './token.repository.ts';
+
+export type { TokenKind } from './token.repository.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
 /** How often last_used_at is refreshed; writing it on every call would cost a write per read. */
@@ -48,7 +59,7 @@ export async function issueToken(
     last_used_at: null,
     revoked_at: null,
   };
-  await db.insertInto('api_tokens').values(row).execute();
+  await insertToken(db, row);
   return { id: row.id, name: row.name, prefix: row.prefix, token, programId: row.program_id, createdAt: row.created_at };
 }
 
@@ -62,10 +73,7 @@ export async function revokeToken(db: Db, tokenId: string, clock: Clock = system
  * disconnected Zap fires no more), and this process's token cache is dropped on commit.
  */
 export async function revokeTokenIfActive(tx: Tx, tokenId: string, clock: Clock, scope?: { programId: string; kind: TokenKind }): Promise<boolean> {
-  let update = tx.updateTable('api_tokens').set({ revoked_at: clock().toISOString() }).where('id', '=', tokenId).where('revoked_at', 'is', null);
-  if (scope) update = update.where('program_id', '=', scope.programId).where('kind', '=', scope.kind);
-  const result = await update.executeTakeFirst();
-  if (result.numUpdatedRows === 0n) return false;
+  if (!(await revokeTokenRow(tx, tokenId, clock().toISOString(), scope))) return false;
   await deleteWebhooksOfToken(tx, tokenId);
   await announceChange(tx, TOKEN_CHANGE_CHANNEL);
   return true;
@@ -83,30 +91,15 @@ export async function authenticateToken(db: Db, token: string, cache?: TokenCach
   const cached = cacheMs > 0 ? cache!.get(tokenHash, startedAt) : null;
   if (cached) return cached;
   const generation = cache?.currentGeneration() ?? 0;
-  const row = await tokenQuery.first(db, { tokenHash });
+  const row = await findLiveTokenWithProgram(db, tokenHash);
   if (!row) return null;
   if (row.last_used_at === null || startedAt - Date.parse(toIso(row.last_used_at)) > LAST_USED_RESOLUTION_MS) {
-    await tokenUsedQuery.run(db, { id: row.token_id, at: new Date(startedAt).toISOString() });
+    await setTokenLastUsed(db, row.token_id, new Date(startedAt).toISOString());
   }
   const auth = { tokenId: row.token_id, program: toProgramContext(row, clock) };
   if (cacheMs > 0) cache!.set(tokenHash, auth, startedAt + cacheMs, generation);
   return auth;
 }
-
-const tokenQuery = compiledQuery<{ tokenHash: string }, ContextRow & { token_id: string; last_used_at: string | Date | null }>((db, param) =>
-  db
-    .selectFrom('api_tokens as t')
-    .innerJoin('programs as p', 'p.id', 't.program_id')
-    .select(['t.id as token_id', 't.last_used_at', ...PROGRAM_CONTEXT_COLUMNS.map((column) => `p.${column}` as const)])
-    .where('t.token_hash', '=', param('tokenHash'))
-    .where('t.revoked_at', 'is', null) as never,
-);
-
-const tokenUsedQuery = compiledQuery<{ id: string; at: string }, never>((db, param) =>
-  db.updateTable('api_tokens').set({ last_used_at: param('at') }).where('id', '=', param('id')),
-);
-
-export type TokenKind = 'api_key' | 'connect';
 
 /** A token as the dashboard lists it: never the secret or its hash. */
 export interface TokenSummary {
@@ -122,27 +115,18 @@ export interface TokenSummary {
   revokedAt: string | null;
 }
 
-/** A program's tokens with what a list shows: never the secret or its hash. */
-function programTokenRows(db: Db, programId: string) {
-  return db
-    .selectFrom('api_tokens as t')
-    .leftJoin('users as u', 'u.id', 't.created_by_user_id')
-    .select(['t.id', 't.name', 't.prefix', 't.kind', 't.integration', 't.created_at', 't.last_used_at', 't.revoked_at', 'u.email as created_by_email'])
-    .where('t.program_id', '=', programId);
-}
-
 /** A page of a program's tokens of one kind, newest first, revoked ones included. */
-export function listProgramTokens(db: Db, programId: string, kind: TokenKind, page: PageRequest) {
-  return pageQuery(programTokenRows(db, programId).where('t.kind', '=', kind), 't', page).execute();
+export async function listProgramTokens(db: Db, programId: string, kind: TokenKind, page: PageRequest): Promise<Page<TokenSummary>> {
+  return mapPage(pageOf(await listTokensOfKind(db, programId, kind, page), page), toTokenSummary);
 }
 
 /** Every token of a program, API keys and connected apps alike, newest first, revoked ones included (`tandem key list`). */
 export async function listAllProgramTokens(db: Db, programId: string): Promise<TokenSummary[]> {
-  const rows = await programTokenRows(db, programId).orderBy('t.created_at', 'desc').orderBy('t.id', 'desc').execute();
+  const rows = await listAllTokens(db, programId);
   return rows.map(toTokenSummary);
 }
 
-export function toTokenSummary(row: Awaited<ReturnType<typeof listProgramTokens>>[number]): TokenSummary {
+function toTokenSummary(row: TokenListRow): TokenSummary {
   return {
     id: row.id,
     name: row.name,

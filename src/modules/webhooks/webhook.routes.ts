@@ -4,7 +4,7 @@ import type { AppServices } from '../../app-services.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { CreatedWebhookSchema, CreateWebhookBody, DeleteWebhookQuery, WebhookSchema, WebhooksQuery } from './webhook.schema.ts';
-import { createWebhook, deleteWebhook, getWebhookPage, serializeWebhook } from './webhook.service.ts';
+import { createWebhook, deleteWebhook, getWebhookPage } from './webhook.service.ts';
 import { webhookDnsFor } from './webhook-dns.ts';
 
 // Subscriptions as automation tools make them (REST hooks): subscribe when a Zap is turned on,
@@ -42,8 +42,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app,
     },
     async (request, reply) => {
       const page = parsePageRequest(request);
-      const rows = finishPage(request, reply, config.siteUrl, await getWebhookPage(db, request.auth.program, page), page);
-      return rows.map(serializeWebhook);
+      return finishPage(request, reply, config.siteUrl, await getWebhookPage(db, request.auth.program, page));
     },
   );
 

@@ -2,7 +2,7 @@ import { toIso, toIsoOrNull } from '../../domain/clock.ts';
 import { isUuid, newId } from '../../domain/ids.ts';
 import { inTransaction, type Db } from '../../db/transaction.ts';
 import { ApiError, conflict, invalidField, notFound } from '../../domain/errors.ts';
-import type { PageRequest } from '../../db/keyset.ts';
+import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { numberEventsCommittedBefore, recordEvent } from '../events/outbox.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { newSigningSecret } from './signature.ts';
@@ -142,8 +142,8 @@ export async function createWebhook(
   });
 }
 
-export function getWebhookPage(db: Db, program: ProgramContext, page: PageRequest) {
-  return listWebhooks(db, program.id, page);
+export async function getWebhookPage(db: Db, program: ProgramContext, page: PageRequest): Promise<Page<Webhook>> {
+  return mapPage(pageOf(await listWebhooks(db, program.id, page), page), serializeWebhook);
 }
 
 export async function getWebhook(db: Db, programId: string, id: string): Promise<WebhookRow> {
@@ -215,21 +215,58 @@ export async function replayFailedSince(db: Db, program: ProgramContext, webhook
 
 // ---- the dashboard's Webhooks page ---------------------------------------------------------
 
-/** A subscription with how many of its deliveries wait (pending) and how many gave up (failed). */
-export type WebhookWithCounts = WebhookRow & { pending: number; failed: number };
+/**
+ * A subscription as the dashboard shows it: the API's Webhook, since when its attempts fail,
+ * whether a connected app made it, and how many of its deliveries wait (pending) and gave up (failed).
+ */
+export type WebhookWithCounts = Webhook & { failingSince: string | null; addedByApp: boolean; pending: number; failed: number };
+
+function withCounts(row: WebhookRow, counts: { pending: number; failed: number } | undefined): WebhookWithCounts {
+  return { ...serializeWebhook(row), failingSince: toIsoOrNull(row.failing_since), addedByApp: row.token_id !== null, ...(counts ?? { pending: 0, failed: 0 }) };
+}
 
 /** A page of the program's subscriptions, newest first, each with its delivery counts. */
-export async function getWebhookPageWithCounts(db: Db, program: ProgramContext, page: PageRequest): Promise<WebhookWithCounts[]> {
-  const rows = await listWebhooks(db, program.id, page);
-  const stats = await webhookDeliveryStats(db, rows.map((r) => r.id));
-  return rows.map((row) => ({ ...row, ...(stats.get(row.id) ?? { pending: 0, failed: 0 }) }));
+export async function getWebhookPageWithCounts(db: Db, program: ProgramContext, page: PageRequest): Promise<Page<WebhookWithCounts>> {
+  const rows = pageOf(await listWebhooks(db, program.id, page), page);
+  const stats = await webhookDeliveryStats(db, rows.items.map((r) => r.id));
+  return mapPage(rows, (row) => withCounts(row, stats.get(row.id)));
 }
 
 /** One subscription of the program with its delivery counts; 404 when the program has no such webhook. */
 export async function getWebhookWithCounts(db: Db, programId: string, id: string): Promise<WebhookWithCounts> {
   const row = await getWebhook(db, programId, id);
   const stats = await webhookDeliveryStats(db, [row.id]);
-  return { ...row, ...(stats.get(row.id) ?? { pending: 0, failed: 0 }) };
+  return withCounts(row, stats.get(row.id));
+}
+
+/** One delivery attempt, as the endpoint's page lists it. */
+export interface WebhookAttempt {
+  id: string;
+  createdAt: string;
+  eventId: string;
+  eventType: string;
+  /** The HTTP status the endpoint answered; null when none came back (then `error` says why). */
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The first KB of the response body. */
+  responseExcerpt: string | null;
+  /** Where the attempt's delivery stands now. */
+  deliveryState: string;
+}
+
+function serializeAttempt(row: Awaited<ReturnType<typeof listAttempts>>[number]): WebhookAttempt {
+  return {
+    id: String(row.id),
+    createdAt: toIso(row.created_at),
+    eventId: row.event_id,
+    eventType: row.event_type,
+    statusCode: row.status_code,
+    error: row.error,
+    durationMs: row.duration_ms,
+    responseExcerpt: row.response_excerpt,
+    deliveryState: row.delivery_state,
+  };
 }
 
 /**
@@ -237,11 +274,16 @@ export async function getWebhookWithCounts(db: Db, programId: string, id: string
  * program has no such webhook. A cursor is checked as the columns it is compared with (an
  * integer id, a timestamp in stored form), so a forged one is a 422, never a database error.
  */
-export async function getAttemptPage(db: Db, programId: string, webhookId: string, page: PageRequest) {
+export async function getAttemptPage(db: Db, programId: string, webhookId: string, page: PageRequest): Promise<Page<WebhookAttempt>> {
   const webhook = await getWebhook(db, programId, webhookId);
   const { after } = page;
-  if (after === undefined) return listAttempts(db, webhook.id, page);
-  const time = Date.parse(after.createdAt);
-  if (!/^\d{1,18}$/.test(String(after.id)) || !(time >= 0 && time < Date.UTC(10_000, 0))) throw invalidField('#/cursor', 'is not a cursor this service issued');
-  return listAttempts(db, webhook.id, { ...page, after: { createdAt: new Date(time).toISOString(), id: after.id } });
+  let rows;
+  if (after === undefined) {
+    rows = await listAttempts(db, webhook.id, page);
+  } else {
+    const time = Date.parse(after.createdAt);
+    if (!/^\d{1,18}$/.test(String(after.id)) || !(time >= 0 && time < Date.UTC(10_000, 0))) throw invalidField('#/cursor', 'is not a cursor this service issued');
+    rows = await listAttempts(db, webhook.id, { ...page, after: { createdAt: new Date(time).toISOString(), id: after.id } });
+  }
+  return mapPage(pageOf(rows, page), serializeAttempt);
 }

@@ -2,9 +2,8 @@ import type { Db } from '../../db/transaction.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { isUuid } from '../../domain/ids.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
-import { resolveAffiliate } from '../../modules/affiliates/affiliate-lookup.ts';
-import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
-import { getAffiliatePage } from '../../modules/affiliates/affiliate.service.ts';
+import type { Affiliate } from '../../modules/affiliates/affiliate.schema.ts';
+import { getAffiliate, getAffiliatePage } from '../../modules/affiliates/affiliate.service.ts';
 import { getLink } from '../../modules/affiliates/link.service.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { textField, type FormErrors, type FormValues } from './forms.ts';
@@ -21,7 +20,7 @@ export const AFFILIATE_CHOICES = 50;
 
 /** The affiliate a text names exactly, and the value to hand the API for it. */
 export interface NamedAffiliate {
-  affiliate: AffiliateRow;
+  affiliate: Affiliate;
   /**
    * For the API's affiliateId (id or link): the link string when the text was one of the
    * affiliate's links (so that link is credited), else the affiliate's id (its primary link).
@@ -46,22 +45,22 @@ export async function findNamedAffiliate(db: Db, program: ProgramContext, text: 
   };
   if (value.includes('@')) {
     return found(async () => {
-      const affiliate = await resolveAffiliate(db, program, { email: value });
+      const affiliate = await getAffiliate(db, program, { email: value });
       return { affiliate, apiValue: affiliate.id };
     });
   }
   if (isUuid(value)) {
-    const byId = await found(async () => ({ affiliate: await resolveAffiliate(db, program, { id: value.toLowerCase() }), apiValue: value.toLowerCase() }));
+    const byId = await found(async () => ({ affiliate: await getAffiliate(db, program, { id: value.toLowerCase() }), apiValue: value.toLowerCase() }));
     if (byId) return byId;
   }
   return found(async () => {
     const link = await getLink(db, program, { link: value });
-    return { affiliate: await resolveAffiliate(db, program, { id: link.affiliate.id }), apiValue: link.link };
+    return { affiliate: await getAffiliate(db, program, { id: link.affiliate.id }), apiValue: link.link };
   });
 }
 
 export interface AffiliateChoices {
-  rows: AffiliateRow[];
+  rows: Affiliate[];
   /** More affiliates match than the rows hold. */
   more: boolean;
 }
@@ -69,8 +68,8 @@ export interface AffiliateChoices {
 /** Up to AFFILIATE_CHOICES active affiliates (those who can be credited), newest first: all, or those whose name or e-mail contains `search`. */
 export async function affiliateChoices(db: Db, program: ProgramContext, search?: string): Promise<AffiliateChoices> {
   const text = search?.trim() ?? '';
-  const rows = await getAffiliatePage(db, program, { limit: AFFILIATE_CHOICES }, { status: 'active', ...(text ? { search: text.slice(0, 200) } : {}) });
-  return { rows: rows.slice(0, AFFILIATE_CHOICES), more: rows.length > AFFILIATE_CHOICES };
+  const page = await getAffiliatePage(db, program, { limit: AFFILIATE_CHOICES }, { status: 'active', ...(text ? { search: text.slice(0, 200) } : {}) });
+  return { rows: page.items, more: page.next !== undefined };
 }
 
 /** What the person chose in an affiliate field, read from a posted form. */
@@ -112,7 +111,7 @@ export async function readAffiliateField(db: Db, program: ProgramContext, form: 
 }
 
 /** How an affiliate reads in the suggestions and the picker. */
-export const choiceLabel = (a: AffiliateRow) => `${a.first_name} ${a.last_name} · ${a.email} · ${a.link}`;
+export const choiceLabel = (a: Affiliate) => `${a.firstName} ${a.lastName} · ${a.email} · ${a.link}`;
 
 /**
  * The field: a text input with suggestions (a datalist of `suggestions`, whose values are the
@@ -120,7 +119,7 @@ export const choiceLabel = (a: AffiliateRow) => `${a.first_name} ${a.last_name} 
  * `searchUrl` lets dashboard.js replace the suggestions with affiliates matching the text.
  */
 export function affiliateField(
-  o: { label: string; name: string; help: string; value?: AffiliateFieldValue; suggestions: AffiliateRow[]; searchUrl: string },
+  o: { label: string; name: string; help: string; value?: AffiliateFieldValue; suggestions: Affiliate[]; searchUrl: string },
   errors: FormErrors,
 ): SafeHtml {
   const listId = `${o.name}-choices`;

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { listIntegrations } from '../../modules/integrations/integration.service.ts';
-import { listProgramTokens, revokeProgramToken, toTokenSummary } from '../../modules/tokens/token.service.ts';
+import { listProgramTokens, revokeProgramToken } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';
 import { postButton } from '../layout.ts';
-import { currentProgram, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, doneFlash, pager, redirectDone, listPage, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatTime } from './format.ts';
 
 // Connected apps: every token the connect flow issued for this program (Zapier, n8n, Make …),
@@ -15,8 +15,8 @@ export const connectedAppRoutes: FastifyPluginAsync<AppServices> = async (app, {
   app.get('/apps', async (request, reply) => {
     const { context, base } = currentProgram(request);
     const page = requestedPage(request);
-    const list = splitPage(await listProgramTokens(db, context.id, 'connect', page), page, `${base}/apps`);
-    const connections = list.items.map(toTokenSummary);
+    const list = listPage(await listProgramTokens(db, context.id, 'connect', page), page, `${base}/apps`);
+    const connections = list.items;
     const integrations = await listIntegrations(db);
     const displayName = new Map(integrations.map((i) => [i.name, i.displayName]));
 

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/transaction.ts';
 import { parsePageRequest, encodeCursor } from '../../http/pagination.ts';
-import type { PageOrder, PageRequest } from '../../db/keyset.ts';
+import type { Page, PageOrder, PagePosition, PageRequest } from '../../db/keyset.ts';
 import { listUserPrograms, type Program } from '../../modules/programs/program.service.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { html, type SafeHtml } from '../html.ts';
@@ -24,6 +24,9 @@ declare module 'fastify' {
     dashboardProgram: DashboardProgram | null;
   }
 }
+
+/** The signed-in user's session: what a page's forms and post buttons are bound to (their CSRF token). */
+export type DashboardSession = NonNullable<FastifyRequest['session']>;
 
 /** The signed-in user (dashboard.ts redirects everyone else to the login page first). */
 export function currentUser(request: FastifyRequest): { id: string; email: string } {
@@ -86,9 +89,9 @@ export function redirectDone(reply: FastifyReply, path: string, done: string): F
 
 export const PAGE_SIZE = 50;
 
-/** A dashboard list's page, with the signer of the cursor its "Next" link carries. */
+/** A dashboard list's page request, with the signer of the cursor its "Next" link carries. */
 export interface ListPageRequest extends PageRequest {
-  cursorAfter(row: { created_at: string | Date; id: string | number }): string;
+  cursorAt(position: PagePosition): string;
 }
 
 /**
@@ -97,41 +100,31 @@ export interface ListPageRequest extends PageRequest {
  */
 export function requestedPage(request: FastifyRequest, order?: PageOrder): ListPageRequest {
   const { cursor } = readQuery(request);
-  const byValue = order !== undefined && order.column !== 'created_at' ? order.column : undefined;
   return {
     ...parsePageRequest(request, { limit: PAGE_SIZE, cursor }),
     ...(order ? { order } : {}),
-    cursorAfter: (row) => encodeCursor(request, row, byValue === undefined ? undefined : Number((row as unknown as Record<string, unknown>)[byValue])),
+    cursorAt: (position) => encodeCursor(request, position),
   };
 }
 
-export interface ListPage<R> {
-  items: R[];
+export interface ListPage<T> {
+  items: T[];
   /** The URL of the next page, when there is one. */
   next: string | null;
   /** The URL of the first page, when this is a later one. */
   first: string | null;
 }
 
-/**
- * Trims the extra row the page query fetched and builds the pager's URLs: the same path and
- * filters, with the last row's cursor for "Next".
- */
-export function splitPage<R extends { created_at: string | Date; id: string | number }>(
-  rows: R[],
-  page: ListPageRequest,
-  path: string,
-  filters: Record<string, string | undefined> = {},
-): ListPage<R> {
-  const items = rows.slice(0, page.limit);
+/** A service's page with the pager's URLs: the same path and filters, with the cursor of the page's `next` for "Next". */
+export function listPage<T>(page: Page<T>, requested: ListPageRequest, path: string, filters: Record<string, string | undefined> = {}): ListPage<T> {
   const params = new URLSearchParams(Object.entries(filters).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
-  const first = page.after === undefined ? null : params.size > 0 ? `${path}?${params}` : path;
+  const first = requested.after === undefined ? null : params.size > 0 ? `${path}?${params}` : path;
   let next: string | null = null;
-  if (rows.length > page.limit) {
-    params.set('cursor', page.cursorAfter(items[items.length - 1]!));
+  if (page.next !== undefined) {
+    params.set('cursor', requested.cursorAt(page.next));
     next = `${path}?${params}`;
   }
-  return { items, next, first };
+  return { items: page.items, next, first };
 }
 
 export function pager(list: ListPage<unknown>): SafeHtml | string {

@@ -4,7 +4,7 @@ import { isUuid } from '../../domain/ids.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { assertCleanInput, assertWellEncodedQuery } from '../../http/input-guard.ts';
 import { scopeWritesToProgram } from '../../http/auth.ts';
-import { findUserProgramRow, serializeProgram, toProgramContext } from '../../modules/programs/program.service.ts';
+import { openUserProgram } from '../../modules/programs/program.service.ts';
 import { currentUser } from './dashboard-page.ts';
 import { programRoutes } from './programs.routes.ts';
 import { overviewRoutes } from './overview.routes.ts';
@@ -65,9 +65,9 @@ export const dashboardRoutes: FastifyPluginAsync<AppServices> = async (app, serv
     async (scope) => {
       scope.addHook('preHandler', async (request) => {
         const { programId } = request.params as { programId: string };
-        const row = await findUserProgramRow(db, currentUser(request).id, programId);
-        if (!row) throw notFound('Program');
-        request.dashboardProgram = { program: serializeProgram(row), context: toProgramContext(row, services.clock), base: `/dashboard/programs/${row.id}` };
+        const found = await openUserProgram(db, currentUser(request).id, programId, services.clock);
+        if (!found) throw notFound('Program');
+        request.dashboardProgram = { ...found, base: `/dashboard/programs/${found.program.id}` };
       });
       scopeWritesToProgram(scope, (request) => request.dashboardProgram!.program.id);
       for (const routes of [overviewRoutes, affiliateRoutes, referralRoutes, saleRoutes, payoutDashboardRoutes, couponRoutes, apiKeyRoutes, connectedAppRoutes, webhookDashboardRoutes, settingsRoutes]) {

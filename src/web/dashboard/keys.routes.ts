@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { invalidField } from '../../domain/errors.ts';
-import { issueToken, listProgramTokens, revokeProgramToken, toTokenSummary, type IssuedToken } from '../../modules/tokens/token.service.ts';
+import { issueToken, listProgramTokens, revokeProgramToken, type IssuedToken } from '../../modules/tokens/token.service.ts';
 import { html } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
-import { currentProgram, currentUser, doneFlash, pager, redirectDone, requestedPage, sendPage, splitPage } from './dashboard-page.ts';
+import { currentProgram, currentUser, doneFlash, pager, redirectDone, listPage, requestedPage, sendPage } from './dashboard-page.ts';
 import { formatTime } from './format.ts';
 import { formErrorsOf, noErrors, readForm, textField, type FormErrors, type FormValues } from './forms.ts';
 
@@ -25,8 +25,8 @@ export const apiKeyRoutes: FastifyPluginAsync<AppServices> = async (app, { db, c
     const { context, base } = currentProgram(request);
     const errors = options.errors ?? noErrors;
     const page = requestedPage(request);
-    const list = splitPage(await listProgramTokens(db, context.id, 'api_key', page), page, `${base}/keys`);
-    const keys = list.items.map(toTokenSummary);
+    const list = listPage(await listProgramTokens(db, context.id, 'api_key', page), page, `${base}/keys`);
+    const keys = list.items;
     const issued = options.issued;
 
     const body = html`

@@ -18,8 +18,8 @@ export async function readAffiliateFilter(db: Db, program: ProgramContext, value
   if (text === '') return {};
   const named = await findNamedAffiliate(db, program, text);
   if (!named) return { error: `No affiliate in this program has the e-mail, id or link “${text}”.` };
-  const row = named.affiliate;
-  return { affiliateId: row.id, label: `${row.first_name} ${row.last_name} <${row.email}>` };
+  const affiliate = named.affiliate;
+  return { affiliateId: affiliate.id, label: `${affiliate.firstName} ${affiliate.lastName} <${affiliate.email}>` };
 }
 
 export interface DateRange {

@@ -1,20 +1,20 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
-import { MAX_HOLD_DAYS, updateProgram, type Program, type ProgramInput } from '../../modules/programs/program.service.ts';
+import { updateProgram, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
 import { connectStripe, getStripeStatus } from '../../modules/billing/stripe.service.ts';
 import { lastCountedClick } from '../../modules/tracking/click.service.ts';
-import { formatTime } from './format.ts';
 import { html } from '../html.ts';
-import { csrfField, postButton, renderPage } from '../layout.ts';
+import { renderPage } from '../layout.ts';
 import { currentProgram, currentUser, doneFlash, redirectDone, sendPage } from './dashboard-page.ts';
-import { checkboxField, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, selectField, textareaField, textField, type FormErrors, type FormValues } from './forms.ts';
-import { programFields, programFormValues, programInputOf } from './programs.routes.ts';
+import { formErrorsOf, optionalNumber, optionalText, readForm, type FormValues } from './forms.ts';
+import { programInputOf } from './programs.routes.ts';
+import { settingsBody, type SettingsView } from './settings.view.ts';
 
 // Settings: the program's own fields, and the integrations (automation tools) this Tandem
 // instance lets use the connect flow. Integrations are instance-wide, so only the operator
-// (isOperator) may change them; every other account sees the list.
+// (isOperator) may change them; every other account sees the list. The page is settings.view.ts.
 
 const DONE = {
   saved: 'Program saved.',
@@ -25,22 +25,7 @@ const DONE = {
   'integration-removed': 'Integration removed. Tokens it already issued keep working until revoked under Connected apps.',
 };
 
-type Section = 'program' | 'plan' | 'portal' | 'stripe' | 'integration';
-
-/** The Stripe events the webhook endpoint should send (what Tandem reads today). */
-const STRIPE_EVENTS = ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid', 'invoice_payment.paid', 'charge.refunded', 'charge.dispute.created', 'charge.dispute.closed'];
-
 const PORTAL_FIELDS = { 'portal/slug': 'portalSlug', 'portal/signup': 'portalSignup', 'portal/color': 'portalColor', 'portal/terms': 'portalTerms' };
-
-function portalFormValues(program: Program): FormValues {
-  return {
-    portalSlug: program.portal.slug,
-    portalSignup: program.portal.signup,
-    portalColor: program.portal.color,
-    portalTerms: program.portal.terms,
-    portalLinksAllowed: program.portal.linksAllowed ? 'on' : '',
-  };
-}
 
 function portalInputOf(form: FormValues): Partial<Omit<ProgramInput, 'ownerUserId'>> {
   return {
@@ -62,19 +47,6 @@ const PLAN_FIELDS = {
   'commission/minimumPayout': 'minimumPayout',
 };
 
-function planFormValues(program: Program): FormValues {
-  const plan = program.commission;
-  return {
-    commissionType: plan.type,
-    commissionRate: String(plan.rate),
-    commissionAmount: String(plan.amount),
-    durationMonths: plan.durationMonths === null ? '' : String(plan.durationMonths),
-    maxSalesPerCustomer: plan.maxSalesPerCustomer === null ? '' : String(plan.maxSalesPerCustomer),
-    holdDays: String(plan.holdDays),
-    minimumPayout: String(plan.minimumPayout),
-  };
-}
-
 /** The plan form as ProgramInput; text that is not a number is passed on, so the service's check names the field. */
 function planInputOf(form: FormValues): Partial<Omit<ProgramInput, 'ownerUserId'>> {
   const count = (value: string | undefined) => (optionalText(value) === undefined ? null : (optionalNumber(value) as number));
@@ -89,164 +61,25 @@ function planInputOf(form: FormValues): Partial<Omit<ProgramInput, 'ownerUserId'
   };
 }
 
-export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config, clock }) => {
-  async function settingsPage(request: FastifyRequest, reply: FastifyReply, failed?: { section: Section; values: FormValues; errors: FormErrors }) {
-    const { program, base } = currentProgram(request);
-    const operator = await isOperator(db, currentUser(request).id);
-    const integrations = await listIntegrations(db);
-    const programErrors = failed?.section === 'program' ? failed.errors : noErrors;
-    const planErrors = failed?.section === 'plan' ? failed.errors : noErrors;
-    const planValues = failed?.section === 'plan' ? failed.values : planFormValues(program);
-    const portalErrors = failed?.section === 'portal' ? failed.errors : noErrors;
-    const portalValues = failed?.section === 'portal' ? failed.values : portalFormValues(program);
-    const portalUrl = `${config.siteUrl}/portal/${program.portal.slug}`;
-    const stripe = await getStripeStatus(db, currentProgram(request).context, 10);
-    const stripeErrors = failed?.section === 'stripe' ? failed.errors : noErrors;
-    const stripeUrl = `${config.siteUrl}/api/billing/stripe/${program.id}`;
-    const integrationErrors = failed?.section === 'integration' ? failed.errors : noErrors;
-    const integrationValues = failed?.section === 'integration' ? failed.values : {};
-    const lastClick = await lastCountedClick(db, program.id);
+async function settingsPageOf({ db, config }: AppServices, request: FastifyRequest, reply: FastifyReply, failed?: SettingsView['failed']) {
+  const { program, context, base } = currentProgram(request);
+  const operator = await isOperator(db, currentUser(request).id);
+  const integrations = await listIntegrations(db);
+  const stripe = await getStripeStatus(db, context, 10);
+  const lastClick = await lastCountedClick(db, program.id);
+  const body = settingsBody({ base, session: request.session!, siteUrl: config.siteUrl, clickRetentionDays: config.clickRetentionDays, program, operator, integrations, stripe, lastClick, failed });
+  return sendPage(db, request, reply, {
+    title: 'Settings',
+    active: 'settings',
+    body,
+    status: failed?.errors.status,
+    flash: failed ? { kind: 'error', text: 'Nothing was saved: check the form below.' } : doneFlash(request, DONE),
+  });
+}
 
-    const body = html`
-      <div class="page-head"><h1>Settings</h1></div>
-      <section class="card" aria-labelledby="program-settings">
-        <h2 id="program-settings">Program</h2>
-        ${programErrors.message ? html`<p class="error" role="alert">${programErrors.message}</p>` : ''}
-        <form method="post" action="${base}/settings" novalidate>
-          ${csrfField(request.session!)}
-          ${programFields(failed?.section === 'program' ? failed.values : programFormValues(program), programErrors, { withRate: false })}
-          <div class="actions"><button type="submit">Save program</button></div>
-        </form>
-        <p class="muted">Program id: <code>${program.id}</code></p>
-      </section>
-
-      <section class="card" aria-labelledby="commission-plan">
-        <h2 id="commission-plan">Commission plan</h2>
-        <p class="muted">What new sales earn. A sale keeps the rule it was recorded under: changing the plan rewrites no recorded commission.</p>
-        ${planErrors.message ? html`<p class="error" role="alert">${planErrors.message}</p>` : ''}
-        <form method="post" action="${base}/settings/plan" novalidate>
-          ${csrfField(request.session!)}
-          <div class="form-grid">
-            ${selectField({ label: 'Commission', name: 'commissionType', value: planValues.commissionType, options: [['percentage', 'A percentage of each sale'], ['flat', 'A flat amount per sale']] }, planErrors)}
-            ${textField({ label: 'Percentage (%)', name: 'commissionRate', type: 'number', value: planValues.commissionRate, help: "For a percentage plan; an affiliate's own rate wins.", attrs: html`min="0" max="100" step="any" inputmode="decimal"` }, planErrors)}
-            ${textField({ label: `Flat amount (${program.currency})`, name: 'commissionAmount', type: 'number', value: planValues.commissionAmount, help: 'For a flat plan: paid per sale, never more than the sale.', attrs: html`min="0" step="any" inputmode="decimal"` }, planErrors)}
-            ${textField({ label: 'Months that earn', name: 'durationMonths', type: 'number', value: planValues.durationMonths, help: "Sales within this many months of the customer's referral earn. Empty: forever.", attrs: html`min="1" max="120" step="1" inputmode="numeric"` }, planErrors)}
-            ${textField({ label: 'Sales per customer that earn', name: 'maxSalesPerCustomer', type: 'number', value: planValues.maxSalesPerCustomer, help: "A customer's first this-many sales earn. Empty: all.", attrs: html`min="1" step="1" inputmode="numeric"` }, planErrors)}
-            ${textField({ label: 'Hold (days)', name: 'holdDays', type: 'number', value: planValues.holdDays, help: `How long a commission waits for refunds before it can be paid (0 to ${MAX_HOLD_DAYS}).`, attrs: html`min="0" max="${MAX_HOLD_DAYS}" step="1" inputmode="numeric"` }, planErrors)}
-            ${textField({ label: `Minimum payout (${program.currency})`, name: 'minimumPayout', type: 'number', value: planValues.minimumPayout, help: 'A payout run pays balances of at least this much; smaller ones wait.', attrs: html`min="0" step="any" inputmode="decimal"` }, planErrors)}
-          </div>
-          <div class="actions"><button type="submit">Save plan</button></div>
-        </form>
-      </section>
-
-      <section class="card" aria-labelledby="affiliate-portal">
-        <h2 id="affiliate-portal">Affiliate portal</h2>
-        <p>Share <a href="${portalUrl}">${portalUrl}</a>: affiliates join ${program.name}'s program there, in its name, logo and colour.</p>
-        ${portalErrors.message ? html`<p class="error" role="alert">${portalErrors.message}</p>` : ''}
-        <form method="post" action="${base}/settings/portal" novalidate>
-          ${csrfField(request.session!)}
-          <div class="form-grid">
-            ${textField({ label: 'Portal address', name: 'portalSlug', value: portalValues.portalSlug, required: true, autocomplete: 'off', help: `${config.siteUrl}/portal/… — lowercase letters, digits and hyphens.`, attrs: html`maxlength="64"` }, portalErrors)}
-            ${selectField({ label: 'Who may join', name: 'portalSignup', value: portalValues.portalSignup, options: [['approval', 'Anyone, after my approval'], ['open', 'Anyone, at once'], ['invite', 'Only affiliates I add']] }, portalErrors)}
-            ${textField({ label: 'Colour', name: 'portalColor', type: 'color', value: portalValues.portalColor, help: 'Buttons and links of the portal; pick one white text reads well on.' }, portalErrors)}
-            <div class="wide">${textareaField({ label: 'Program terms', name: 'portalTerms', value: portalValues.portalTerms, rows: 5, help: 'Optional. When set, affiliates must accept them to join.' }, portalErrors)}</div>
-            ${checkboxField({ label: 'Affiliates may add links of their own', name: 'portalLinksAllowed', checked: portalValues.portalLinksAllowed === 'on' }, portalErrors)}
-          </div>
-          <div class="actions"><button type="submit">Save portal</button></div>
-        </form>
-      </section>
-
-      <section class="card" aria-labelledby="stripe">
-        <h2 id="stripe">Stripe</h2>
-        <p>Let Stripe record referrals and sales on its own: in Stripe's dashboard, <strong>Developers → Webhooks → Add endpoint</strong>,
-        paste <code>${stripeUrl}</code>, select the events ${STRIPE_EVENTS.map((e, i) => html`${i ? ', ' : ''}<code>${e}</code>`)}, then copy the endpoint's signing secret here.
-        Pass <code>window.tandem.referral</code> to Checkout as <code>client_reference_id</code> (see docs/stripe.md).</p>
-        ${stripeErrors.message ? html`<p class="error" role="alert">${stripeErrors.message}</p>` : ''}
-        <form method="post" action="${base}/settings/stripe" novalidate>
-          ${csrfField(request.session!)}
-          ${textField({ label: stripe.connected ? 'Replace the signing secret' : 'Signing secret', name: 'stripeWebhookSecret', type: 'password', autocomplete: 'off', help: stripe.connected ? 'A secret is saved (encrypted; it is never shown again).' : 'whsec_… from the Stripe endpoint.' }, stripeErrors)}
-          <div class="actions"><button type="submit">Save secret</button></div>
-        </form>
-        <p data-stat="stripe-last">${stripe.events[0] ? html`Last event received: <code>${stripe.events[0].type}</code> ${formatTime(stripe.events[0].receivedAt)}, ${stripe.events[0].outcome}.` : stripe.connected ? 'No event received yet.' : 'Not connected.'}</p>
-        ${stripe.events.length > 0
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Stripe events"><table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Outcome</th><th scope="col">Why</th></tr></thead>
-              <tbody>${stripe.events.map((e) => html`<tr><td>${formatTime(e.receivedAt)}</td><td><code>${e.type}</code><br><span class="muted">${e.id}</span></td><td>${e.outcome}</td><td>${e.reason ?? '—'}</td></tr>`)}</tbody></table></div>
-            <p class="muted">Every event: <code>GET /api/v1/billing-events</code>.</p>`
-          : ''}
-      </section>
-
-      <section class="card" aria-labelledby="tracking">
-        <h2 id="tracking">Tracking script</h2>
-        <p>Add this tag to every page of <strong>${program.domain}</strong> (and its subdomains) where visitors may land from an affiliate link.
-        It counts the click and remembers the referral for ${program.cookieDays} days; read it with <code>window.tandem.referral</code> at sign-up.
-        Behind a cookie banner, add <code>data-consent="required"</code> and call <code>window.tandem.consent()</code> once the visitor agrees.</p>
-        <div class="secret-box">
-          <pre class="secret" id="tracker-tag">&lt;script src="${config.siteUrl}/tracker.js" data-program-id="${program.id}" async&gt;&lt;/script&gt;</pre>
-          <button type="button" class="secondary" data-copy="tracker-tag" hidden>Copy</button>
-        </div>
-        <p class="muted" id="tracker-tag-status" role="status"></p>
-        <h3 id="tracking-local">Trying it on this machine</h3>
-        ${program.domain === 'localhost'
-          ? html`<p>This program's domain is <code>localhost</code>: pages at <code>http://localhost</code> and <code>http://*.localhost</code>, on any port, may report clicks.
-              Put the tag on such a page and open it with <code>?${program.referralParam}=</code> and an affiliate's link, such as <code>http://localhost:8080/?${program.referralParam}=jane</code>.</p>`
-          : html`<p>Only pages of ${program.domain} and its subdomains may report clicks: a page at <code>http://localhost</code> is refused, and the browser's console says why.
-              To try the tag on your machine, <a href="/dashboard#new-program">create a test program</a> whose domain is <code>localhost</code>, put that program's tag on a page served at
-              <code>http://localhost:&lt;any port&gt;</code>, and open it with <code>?${program.referralParam}=</code> and one of its affiliates' links.
-              An address such as 127.0.0.1 cannot be a program's domain; <code>localhost</code> is the one local name that works without further set-up.</p>`}
-        <p data-stat="last-click">${'at' in lastClick
-          ? html`Last click counted: ${formatTime(lastClick.at)}, on ${lastClick.link === null ? 'a deleted link' : html`the link <code>${lastClick.link}</code>`} of ${lastClick.affiliateName}, landing on <code class="url">${lastClick.landingUrl}</code>.`
-          : lastClick.everCounted
-            ? `No click in the last ${config.clickRetentionDays} ${config.clickRetentionDays === 1 ? 'day' : 'days'}.`
-            : 'No click received yet.'}</p>
-        <p class="muted">Only counted clicks appear here: not a visitor's repeat on the same link the same day, a bot, or a refused report. Click rows are kept ${config.clickRetentionDays} ${config.clickRetentionDays === 1 ? 'day' : 'days'}.</p>
-      </section>
-
-      <section class="card" aria-labelledby="integrations">
-        <h2 id="integrations">Integrations</h2>
-        <p class="muted">The automation tools that may use the connect flow of this Tandem, for every account.
-        A tool sends users to <code>${config.siteUrl}/connect/{name}/choose-affiliate-program</code> and trades the code at
-        <code>${config.siteUrl}/api/{name}/token</code>; redirect URIs must match exactly.</p>
-        ${integrations.length === 0
-          ? html`<p class="empty">No integrations yet.${operator ? ' Add Zapier, n8n or Make below with the redirect URI each one documents.' : ''}</p>`
-          : html`<div class="table-wrap" role="region" aria-label="Integrations" tabindex="0"><table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Display name</th><th scope="col">Redirect URIs</th><th scope="col">Client id</th>${operator ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead>
-              <tbody>${integrations.map(
-                (i) => html`<tr>
-                  <td><code>${i.name}</code></td><td>${i.displayName}</td>
-                  <td>${i.redirectUris.map((uri) => html`<code>${uri}</code><br>`)}</td>
-                  <td>${i.clientId ?? '—'}${i.hasClientSecret ? html` <span class="badge">secret set</span>` : ''}</td>
-                  ${operator
-                    ? html`<td>${postButton(request.session!, `${base}/settings/integrations/${i.name}/remove`, 'Remove', { className: 'danger small', ariaLabel: `Remove ${i.displayName}`, confirm: `Remove the integration ${i.displayName}? Nobody can connect it any more (tokens it issued keep working until revoked).` })}</td>`
-                    : ''}
-                </tr>`,
-              )}</tbody>
-            </table></div>`}
-        ${operator
-          ? html`<h3>Add an integration</h3>
-              ${integrationErrors.message ? html`<p class="error" role="alert">${integrationErrors.message}</p>` : ''}
-              <form method="post" action="${base}/settings/integrations" novalidate>
-                ${csrfField(request.session!)}
-                <div class="form-grid">
-                  ${textField({ label: 'Name', name: 'name', id: 'f-integration-name', value: integrationValues.name, required: true, autocomplete: 'off', help: 'Lowercase letters, digits and hyphens, used in the URLs: zapier, n8n, make.' }, integrationErrors)}
-                  ${textField({ label: 'Display name', name: 'displayName', value: integrationValues.displayName, autocomplete: 'off', help: 'Shown to users when they connect, such as Zapier.' }, integrationErrors)}
-                  <div class="wide">${textareaField({ label: 'Redirect URIs', name: 'redirectUris', value: integrationValues.redirectUris, required: true, help: 'One per line, exactly as the tool sends them.' }, integrationErrors)}</div>
-                  ${textField({ label: 'Client id', name: 'clientId', value: integrationValues.clientId, autocomplete: 'off', help: 'Optional.' }, integrationErrors)}
-                  ${textField({ label: 'Client secret', name: 'clientSecret', type: 'password', autocomplete: 'new-password', help: 'Optional; stored hashed.' }, integrationErrors)}
-                </div>
-                <div class="actions"><button type="submit">Add integration</button></div>
-              </form>`
-          : html`<p class="muted">Only the operator of this Tandem (its first account) can change integrations, here or with <code>tandem integration add</code>.</p>`}
-      </section>`;
-    return sendPage(db, request, reply, {
-      title: 'Settings',
-      active: 'settings',
-      body,
-      status: failed?.errors.status,
-      flash: failed ? { kind: 'error', text: 'Nothing was saved: check the form below.' } : doneFlash(request, DONE),
-    });
-  }
-
-  app.get('/settings', (request, reply) => settingsPage(request, reply));
+export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
+  const { db, clock } = services;
+  app.get('/settings', (request, reply) => settingsPageOf(services, request, reply));
 
   app.post('/settings', async (request, reply) => {
     const { program, base } = currentProgram(request);
@@ -255,7 +88,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       await updateProgram(db, currentUser(request).id, program.id, programInputOf(form), clock);
       return redirectDone(reply, `${base}/settings`, 'saved');
     } catch (error) {
-      return settingsPage(request, reply, { section: 'program', values: form, errors: formErrorsOf(error) });
+      return settingsPageOf(services, request, reply, { section: 'program', values: form, errors: formErrorsOf(error) });
     }
   });
 
@@ -266,7 +99,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       await updateProgram(db, currentUser(request).id, program.id, planInputOf(form) as Omit<ProgramInput, 'ownerUserId'>, clock);
       return redirectDone(reply, `${base}/settings#commission-plan`, 'plan-saved');
     } catch (error) {
-      return settingsPage(request, reply, { section: 'plan', values: form, errors: formErrorsOf(error, PLAN_FIELDS) });
+      return settingsPageOf(services, request, reply, { section: 'plan', values: form, errors: formErrorsOf(error, PLAN_FIELDS) });
     }
   });
 
@@ -277,7 +110,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       await updateProgram(db, currentUser(request).id, program.id, portalInputOf(form) as Omit<ProgramInput, 'ownerUserId'>, clock);
       return redirectDone(reply, `${base}/settings#affiliate-portal`, 'portal-saved');
     } catch (error) {
-      return settingsPage(request, reply, { section: 'portal', values: form, errors: formErrorsOf(error, PORTAL_FIELDS) });
+      return settingsPageOf(services, request, reply, { section: 'portal', values: form, errors: formErrorsOf(error, PORTAL_FIELDS) });
     }
   });
 
@@ -288,7 +121,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       await connectStripe(db, program.id, (form.stripeWebhookSecret ?? '').trim(), clock().toISOString());
       return redirectDone(reply, `${base}/settings#stripe`, 'stripe-saved');
     } catch (error) {
-      return settingsPage(request, reply, { section: 'stripe', values: {}, errors: formErrorsOf(error) });
+      return settingsPageOf(services, request, reply, { section: 'stripe', values: {}, errors: formErrorsOf(error) });
     }
   });
 
@@ -316,7 +149,7 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
       }, clock);
       return redirectDone(reply, `${base}/settings#integrations`, 'integration-added');
     } catch (error) {
-      return settingsPage(request, reply, { section: 'integration', values: form, errors: formErrorsOf(error) });
+      return settingsPageOf(services, request, reply, { section: 'integration', values: form, errors: formErrorsOf(error) });
     }
   });
 

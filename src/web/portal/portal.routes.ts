@@ -7,7 +7,8 @@ import { UpdateAffiliateBody } from '../../modules/affiliates/affiliate.schema.t
 import { CreateLinkBody } from '../../modules/affiliates/link.schema.ts';
 import { createLink } from '../../modules/affiliates/link.service.ts';
 import { CreateAffiliateBody } from '../../modules/affiliates/affiliate.schema.ts';
-import { findProgramBySlug, toProgramContext, type ProgramRow } from '../../modules/programs/program.service.ts';
+import { findProgramBySlug, type Program } from '../../modules/programs/program.service.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
 import { throttlePortalLogin, throttleSignUp } from '../attempt-throttle.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
@@ -16,7 +17,7 @@ import { isValidCsrf, portalSessionBinding, rejectForgery, submittedCsrfToken, t
 import { ensureCsrfBinding } from '../session.ts';
 import { loginLinkHolder, portalSessionAffiliate, PORTAL_SESSION_MS, queueSignUpConfirmation, sendLoginLink, signInWithLink, signOut } from '../../modules/portal/portal-login.service.ts';
 import { getPortalView, type PortalView } from '../../modules/portal/portal-view.service.ts';
-import type { AffiliateRow } from '../../modules/affiliates/affiliate.repository.ts';
+import type { Affiliate } from '../../modules/affiliates/affiliate.schema.ts';
 import { formatAmount, formatTime } from '../dashboard/format.ts';
 import { apiBody, checkboxField, formErrorsOf, noErrors, readForm, readQuery, textField, type FormErrors, type FormValues } from '../dashboard/forms.ts';
 
@@ -39,26 +40,29 @@ const PORTAL_COOKIE = 'tandem_portal';
 /** Links an affiliate may have when adding their own in the portal. */
 const MAX_PORTAL_LINKS = 20;
 
+/** The program of a portal address: its settings, and the tenant context its services take. */
+type PortalProgram = Program & { context: ProgramContext };
+
 const JOINED: Record<string, string> = {
   open: 'Almost there! We have e-mailed you a link: open it within 24 hours to confirm your address and see your link to share.',
   pending: 'Thank you! Your application waits for review; we will e-mail you as soon as you are approved.',
 };
 
-function portalPage(program: ProgramRow, title: string, body: SafeHtml, flash?: { kind: 'ok' | 'error'; text: string }): string {
+function portalPage(program: PortalProgram, title: string, body: SafeHtml, flash?: { kind: 'ok' | 'error'; text: string }): string {
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · ${program.name}</title>
-<link rel="icon" href="${program.logo_url ?? '/assets/favicon.svg'}">
+<link rel="icon" href="${program.logoUrl ?? '/assets/favicon.svg'}">
 <link rel="stylesheet" href="/assets/app.css">
-<link rel="stylesheet" href="/portal/${program.portal_slug}/theme.css">
+<link rel="stylesheet" href="/portal/${program.portal.slug}/theme.css">
 </head>
 <body class="portal">
 <a class="skip" href="#main">Skip to content</a>
 <header class="top portal-head">
-  ${program.logo_url ? html`<img src="${program.logo_url}" alt="" class="portal-logo">` : ''}
+  ${program.logoUrl ? html`<img src="${program.logoUrl}" alt="" class="portal-logo">` : ''}
   <span class="brand">${program.name}</span>
 </header>
 <main id="main">
@@ -74,7 +78,7 @@ ${body}
  * The sign-up form as POST /affiliates's body, checked by its schema. Every field's error comes
  * at once, the terms' with the others: an empty or blank field is missing ("is required").
  */
-function signUpBody(program: ProgramRow, form: FormValues): CreateAffiliateBody {
+function signUpBody(program: PortalProgram, form: FormValues): CreateAffiliateBody {
   const filled = (value: string | undefined) => (value === undefined || value.trim() === '' ? undefined : value);
   const errors: FieldError[] = [];
   let body: CreateAffiliateBody | undefined;
@@ -84,7 +88,7 @@ function signUpBody(program: ProgramRow, form: FormValues): CreateAffiliateBody 
     if (!(error instanceof ApiError && error.code === 'validation_failed')) throw error;
     errors.push(...(error.errors ?? []));
   }
-  if (program.portal_terms && form.acceptTerms !== 'on') errors.push({ pointer: '#/acceptTerms', detail: 'must be accepted to join' });
+  if (program.portal.terms && form.acceptTerms !== 'on') errors.push({ pointer: '#/acceptTerms', detail: 'must be accepted to join' });
   if (errors.length > 0 || body === undefined) throw new ApiError('validation_failed', 'The request is invalid.', errors);
   return body;
 }
@@ -92,31 +96,32 @@ function signUpBody(program: ProgramRow, form: FormValues): CreateAffiliateBody 
 export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, services) => {
   const { db, clock } = services;
 
-  async function programOf(request: FastifyRequest): Promise<ProgramRow | undefined> {
+  async function programOf(request: FastifyRequest): Promise<PortalProgram | undefined> {
     const { slug } = request.params as { slug: string };
-    return findProgramBySlug(db, slug.toLowerCase());
+    const found = await findProgramBySlug(db, slug.toLowerCase(), clock);
+    return found && { ...found.program, context: found.context };
   }
 
-  function joinPage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, values: FormValues = {}, errors: FormErrors = noErrors) {
+  function joinPage(request: FastifyRequest, reply: FastifyReply, program: PortalProgram, values: FormValues = {}, errors: FormErrors = noErrors) {
     const joined = JOINED[readQuery(request).joined ?? ''];
-    const invite = program.portal_signup === 'invite';
+    const invite = program.portal.signup === 'invite';
     const body = invite
       ? html`<div class="card narrow"><h1>Join ${program.name}'s affiliate program</h1>
           <p>This program takes affiliates by invitation. Ask ${program.name} to invite you.</p></div>`
       : html`<div class="card narrow">
           <h1>Join ${program.name}'s affiliate program</h1>
-          <p class="lead">Earn a commission on every customer you send to ${program.domain}.${program.portal_signup === 'approval' ? ` ${program.name} reviews each application.` : ''}</p>
+          <p class="lead">Earn a commission on every customer you send to ${program.domain}.${program.portal.signup === 'approval' ? ` ${program.name} reviews each application.` : ''}</p>
           ${errors.message ? html`<p class="error" role="alert">${errors.message}</p>` : ''}
-          <form method="post" action="/portal/${program.portal_slug}/signup" novalidate>
+          <form method="post" action="/portal/${program.portal.slug}/signup" novalidate>
             ${csrfField(ensureCsrfBinding(services, request, reply))}
             ${textField({ label: 'First name', name: 'firstName', value: values.firstName, required: true, autocomplete: 'given-name', attrs: html`maxlength="200"` }, errors)}
             ${textField({ label: 'Last name', name: 'lastName', value: values.lastName, required: true, autocomplete: 'family-name', attrs: html`maxlength="200"` }, errors)}
             ${textField({ label: 'E-mail', name: 'email', type: 'email', value: values.email, required: true, autocomplete: 'email', attrs: html`maxlength="254"` }, errors)}
-            ${program.portal_terms
-              ? html`<div class="terms" tabindex="0" role="region" aria-label="Program terms"><h2>Program terms</h2><p>${program.portal_terms}</p></div>
+            ${program.portal.terms
+              ? html`<div class="terms" tabindex="0" role="region" aria-label="Program terms"><h2>Program terms</h2><p>${program.portal.terms}</p></div>
                   ${checkboxField({ label: 'I accept the program terms', name: 'acceptTerms', checked: values.acceptTerms === 'on', required: true }, errors)}`
               : ''}
-            <div class="actions"><button type="submit">${program.portal_signup === 'approval' ? 'Apply' : 'Join'}</button></div>
+            <div class="actions"><button type="submit">${program.portal.signup === 'approval' ? 'Apply' : 'Join'}</button></div>
           </form>
         </div>`;
     return reply
@@ -133,39 +138,39 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     return reply
       .type('text/css; charset=utf-8')
       .header('cache-control', 'public, max-age=300')
-      .send(`body.portal { --brand: ${program.portal_color}; --brand-dark: ${program.portal_color}; }\n`);
+      .send(`body.portal { --brand: ${program.portal.color}; --brand-dark: ${program.portal.color}; }\n`);
   });
 
   app.get('/portal/:slug', async (request, reply) => {
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
-    if (await signedIn(request, program)) return reply.redirect(`/portal/${program.portal_slug}/home`);
+    if (await signedIn(request, program)) return reply.redirect(`/portal/${program.portal.slug}/home`);
     return joinPage(request, reply, program);
   });
 
   /** The affiliate this request's portal cookie signs in to this program, if any. */
-  async function signedIn(request: FastifyRequest, program: ProgramRow): Promise<AffiliateRow | undefined> {
+  async function signedIn(request: FastifyRequest, program: PortalProgram): Promise<Affiliate | undefined> {
     const sessionId = request.cookies[PORTAL_COOKIE];
-    return sessionId ? portalSessionAffiliate(db, toProgramContext(program, clock), sessionId) : undefined;
+    return sessionId ? portalSessionAffiliate(db, program.context, sessionId) : undefined;
   }
 
-  const portalCookie = (program: ProgramRow) => ({ ...cookieOptions(services.config), path: `/portal/${program.portal_slug}` });
+  const portalCookie = (program: PortalProgram) => ({ ...cookieOptions(services.config), path: `/portal/${program.portal.slug}` });
 
   /** What a signed-in affiliate's form tokens are bound to: its portal session. */
   const portalFormBinding = (sessionId: string): CsrfBinding => portalSessionBinding(app.csrfKey, sessionId);
 
-  function loginPage(request: FastifyRequest, reply: FastifyReply, program: ProgramRow, sentTo?: string, status = 200) {
+  function loginPage(request: FastifyRequest, reply: FastifyReply, program: PortalProgram, sentTo?: string, status = 200) {
     const body = html`<div class="card narrow">
       <h1>Sign in to ${program.name}'s affiliate portal</h1>
       ${sentTo
         ? html`<p role="status">If <strong>${sentTo}</strong> belongs to an approved affiliate of ${program.name}, a sign-in link is on its way. It works once, for 15 minutes.</p>`
         : html`<p class="lead">No password: we e-mail you a link that signs you in.</p>`}
-      <form method="post" action="/portal/${program.portal_slug}/login" novalidate>
+      <form method="post" action="/portal/${program.portal.slug}/login" novalidate>
         ${csrfField(ensureCsrfBinding(services, request, reply))}
         ${textField({ label: 'E-mail', name: 'email', type: 'email', required: true, autocomplete: 'email', attrs: html`maxlength="254"` }, noErrors)}
         <div class="actions"><button type="submit">E-mail me a link</button></div>
       </form>
-      ${program.portal_signup === 'invite' ? '' : html`<p>Not an affiliate yet? <a href="/portal/${program.portal_slug}">Join</a>.</p>`}
+      ${program.portal.signup === 'invite' ? '' : html`<p>Not an affiliate yet? <a href="/portal/${program.portal.slug}">Join</a>.</p>`}
     </div>`;
     return reply.code(status).type('text/html; charset=utf-8').header('cache-control', 'no-store').send(portalPage(program, 'Sign in', body));
   }
@@ -182,7 +187,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const email = (readForm(request).email ?? '').trim();
     const plausible = email.length > 0 && email.length <= 254 && email.includes('@');
     if ((await throttlePortalLogin(db, clock, request, reply, program.id, email)) && plausible) {
-      await sendLoginLink(db, toProgramContext(program, clock), email, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
+      await sendLoginLink(db, program.context, email, { portalUrl: `${services.config.siteUrl}/portal/${program.portal.slug}` });
     }
     return loginPage(request, reply, program, email || 'that address');
   });
@@ -192,16 +197,16 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
     const { token } = request.params as { token: string };
-    const holder = token.length <= 100 ? await loginLinkHolder(db, toProgramContext(program, clock), token) : undefined;
+    const holder = token.length <= 100 ? await loginLinkHolder(db, program.context, token) : undefined;
     const body = holder
-      ? html`<div class="card narrow"><h1>Sign in as ${holder.first_name} ${holder.last_name}</h1>
+      ? html`<div class="card narrow"><h1>Sign in as ${holder.firstName} ${holder.lastName}</h1>
           <p>To ${program.name}'s affiliate portal.</p>
-          <form method="post" action="/portal/${program.portal_slug}/login/${token}">
+          <form method="post" action="/portal/${program.portal.slug}/login/${token}">
             ${csrfField(ensureCsrfBinding(services, request, reply))}
             <div class="actions"><button type="submit">Sign in</button></div>
           </form></div>`
       : html`<div class="card narrow"><h1>This link no longer works</h1>
-          <p>A sign-in link works once, for a short time. <a href="/portal/${program.portal_slug}/login">Ask for a new one</a>.</p></div>`;
+          <p>A sign-in link works once, for a short time. <a href="/portal/${program.portal.slug}/login">Ask for a new one</a>.</p></div>`;
     return reply
       .code(holder ? 200 : 410)
       .type('text/html; charset=utf-8')
@@ -214,10 +219,10 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
     const { token } = request.params as { token: string };
-    const sessionId = token.length <= 100 ? await signInWithLink(db, toProgramContext(program, clock), token) : null;
-    if (!sessionId) return reply.redirect(`/portal/${program.portal_slug}/login/${encodeURIComponent(token)}`, 303);
+    const sessionId = token.length <= 100 ? await signInWithLink(db, program.context, token) : null;
+    if (!sessionId) return reply.redirect(`/portal/${program.portal.slug}/login/${encodeURIComponent(token)}`, 303);
     reply.setCookie(PORTAL_COOKIE, sessionId, { ...portalCookie(program), maxAge: PORTAL_SESSION_MS / 1000 });
-    return reply.redirect(`/portal/${program.portal_slug}/home`, 303);
+    return reply.redirect(`/portal/${program.portal.slug}/home`, 303);
   });
 
   // A session that still works ends only with its own form's token; without one there is nothing to end.
@@ -230,7 +235,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       await signOut(db, sessionId);
     }
     reply.clearCookie(PORTAL_COOKIE, portalCookie(program));
-    return reply.redirect(`/portal/${program.portal_slug}/login`, 303);
+    return reply.redirect(`/portal/${program.portal.slug}/login`, 303);
   });
 
   app.get('/portal/:slug/me.json', async (request, reply) => {
@@ -238,13 +243,13 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     if (!program) return reply.callNotFound();
     const affiliate = await signedIn(request, program);
     if (!affiliate) return reply.code(401).header('cache-control', 'no-store').send({ error: 'Sign in to the portal first.' });
-    return reply.header('cache-control', 'no-store').send(await getPortalView(db, toProgramContext(program, clock), affiliate));
+    return reply.header('cache-control', 'no-store').send(await getPortalView(db, program.context, affiliate));
   });
 
   const HOME_DONE: Record<string, string> = { 'payout-email': 'Payout e-mail saved.', 'link-created': 'Link added.' };
 
   async function homePage(request: FastifyRequest, reply: FastifyReply, { program, affiliate, csrf }: SignedIn, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }) {
-    const view = await getPortalView(db, toProgramContext(program, clock), affiliate);
+    const view = await getPortalView(db, program.context, affiliate);
     const done = HOME_DONE[readQuery(request).done ?? ''];
     const flash = failed ? { kind: 'error' as const, text: 'Nothing was saved: check the form below.' } : done ? { kind: 'ok' as const, text: done } : undefined;
     return reply
@@ -255,8 +260,8 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
   }
 
   interface SignedIn {
-    program: ProgramRow;
-    affiliate: AffiliateRow;
+    program: PortalProgram;
+    affiliate: Affiliate;
     /** The binding of this session's form tokens. */
     csrf: CsrfBinding;
   }
@@ -277,7 +282,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const csrf = affiliate && sessionId ? portalFormBinding(sessionId) : null;
     if (request.method !== 'GET' && !isValidCsrf(csrf, submittedCsrfToken(request))) rejectForgery();
     if (!affiliate || !csrf) {
-      await reply.redirect(`/portal/${program.portal_slug}/login`, 302);
+      await reply.redirect(`/portal/${program.portal.slug}/login`, 302);
       return null;
     }
     return { program, affiliate, csrf };
@@ -295,8 +300,8 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     try {
       const body = { payoutEmail: (form.payoutEmail ?? '').trim() };
       assertValidBody(UpdateAffiliateBody, body);
-      await updateAffiliate(db, toProgramContext(found.program, clock), found.affiliate.id, body);
-      return reply.redirect(`/portal/${found.program.portal_slug}/home?done=payout-email`, 303);
+      await updateAffiliate(db, found.program.context, found.affiliate.id, body);
+      return reply.redirect(`/portal/${found.program.portal.slug}/home?done=payout-email`, 303);
     } catch (error) {
       return homePage(request, reply, found, { form: 'payout', values: form, errors: formErrorsOf(error) });
     }
@@ -306,29 +311,29 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
     const found = await requireAffiliate(request, reply);
     if (!found) return reply;
     const { program, affiliate } = found;
-    if (!program.portal_links_allowed) return reply.code(403).type('text/html; charset=utf-8').send(portalPage(program, 'Not allowed', html`<div class="card narrow"><h1>Not allowed</h1><p>${program.name} does not let affiliates add links.</p></div>`));
+    if (!program.portal.linksAllowed) return reply.code(403).type('text/html; charset=utf-8').send(portalPage(program, 'Not allowed', html`<div class="card narrow"><h1>Not allowed</h1><p>${program.name} does not let affiliates add links.</p></div>`));
     const form = readForm(request);
     try {
-      const context = toProgramContext(program, clock);
+      const context = program.context;
       const link = (form.link ?? '').trim();
       const body = { affiliateId: affiliate.id, ...(link === '' ? {} : { link }) };
       assertValidBody(CreateLinkBody, body);
       // The cap is counted under the affiliate's row lock, in the insert's transaction (item 10 of issue 29).
       await createLink(db, context, body, { maxLinksOfAffiliate: MAX_PORTAL_LINKS });
-      return reply.redirect(`/portal/${program.portal_slug}/home?done=link-created`, 303);
+      return reply.redirect(`/portal/${program.portal.slug}/home?done=link-created`, 303);
     } catch (error) {
       return homePage(request, reply, found, { form: 'link', values: form, errors: formErrorsOf(error) });
     }
   });
 
-  function homeBody(program: ProgramRow, view: PortalView, binding: CsrfBinding, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }): SafeHtml {
+  function homeBody(program: PortalProgram, view: PortalView, binding: CsrfBinding, failed?: { form: 'payout' | 'link'; values: FormValues; errors: FormErrors }): SafeHtml {
     const csrf = csrfField(binding);
     const payoutErrors = failed?.form === 'payout' ? failed.errors : noErrors;
     const linkErrors = failed?.form === 'link' ? failed.errors : noErrors;
     const money = (amount: number) => formatAmount(amount, program.currency);
     return html`
       <div class="page-head"><h1>Hello ${view.affiliate.firstName}</h1>
-        <form method="post" action="/portal/${program.portal_slug}/logout" class="inline">${csrf}<button type="submit" class="secondary small">Sign out</button></form>
+        <form method="post" action="/portal/${program.portal.slug}/logout" class="inline">${csrf}<button type="submit" class="secondary small">Sign out</button></form>
       </div>
       <section class="card" aria-labelledby="figures"><h2 id="figures">Your figures</h2>
         <dl class="details">
@@ -345,9 +350,9 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       ${view.links.map(
         (l, i) => html`<div class="secret-box"><pre class="secret" id="link-${i}">${l.fullURLs[0]?.fullUrl ?? l.link}</pre><button type="button" class="secondary" data-copy="link-${i}" hidden>Copy</button></div>`,
       )}
-      ${program.portal_links_allowed
+      ${program.portal.linksAllowed
         ? html`${linkErrors.message ? html`<p class="error" role="alert">${linkErrors.message}</p>` : ''}
-          <form class="filters" method="post" action="/portal/${program.portal_slug}/links" novalidate>
+          <form class="filters" method="post" action="/portal/${program.portal.slug}/links" novalidate>
             ${csrf}
             ${textField({ label: 'Another link', name: 'link', value: failed?.form === 'link' ? failed.values.link : '', help: 'Letters, digits and hyphens. Empty: one is made for you.', autocomplete: 'off', attrs: html`maxlength="64"` }, linkErrors)}
             <button type="submit" class="secondary">Add link</button>
@@ -364,7 +369,7 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
             <tbody>${view.payouts.map((p) => html`<tr><td class="num">${money(p.amount)}</td><td>${p.status}</td><td>${formatTime(p.createdAt)}</td><td>${formatTime(p.paidAt)}</td></tr>`)}</tbody></table></div>`}
       <section class="card" aria-labelledby="payout-email"><h2 id="payout-email">Where we pay you</h2>
         ${payoutErrors.message ? html`<p class="error" role="alert">${payoutErrors.message}</p>` : ''}
-        <form method="post" action="/portal/${program.portal_slug}/payout-email" novalidate>
+        <form method="post" action="/portal/${program.portal.slug}/payout-email" novalidate>
           ${csrf}
           ${textField({ label: 'Payout e-mail', name: 'payoutEmail', type: 'email', value: failed?.form === 'payout' ? failed.values.payoutEmail : view.affiliate.payoutEmail, required: true, autocomplete: 'email', help: 'Your PayPal or Wise e-mail: payouts are sent there.', attrs: html`maxlength="254"` }, payoutErrors)}
           <div class="actions"><button type="submit">Save</button></div>
@@ -376,19 +381,19 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
   app.post('/portal/:slug/signup', async (request, reply) => {
     const program = await programOf(request);
     if (!program) return reply.callNotFound();
-    if (program.portal_signup === 'invite') return joinPage(request, reply, program, {}, { fields: {}, message: 'This program takes affiliates by invitation only.', status: 403 });
+    if (program.portal.signup === 'invite') return joinPage(request, reply, program, {}, { fields: {}, message: 'This program takes affiliates by invitation only.', status: 403 });
     const form = readForm(request);
     await throttleSignUp(db, clock, request, reply);
-    const pending = program.portal_signup === 'approval';
+    const pending = program.portal.signup === 'approval';
     try {
       const body = signUpBody(program, form);
-      const context = toProgramContext(program, clock);
+      const context = program.context;
       await createAffiliate(db, context, body, {
         approval: pending ? 'pending' : 'approved',
         // Open: the link that confirms the address (and then welcomes). Approval: nothing until
         // the merchant approves; the page says the application arrived.
         onCreated: async (tx, affiliate) => {
-          if (!pending) await queueSignUpConfirmation(tx, context, affiliate.id, { portalUrl: `${services.config.siteUrl}/portal/${program.portal_slug}` });
+          if (!pending) await queueSignUpConfirmation(tx, context, affiliate.id, { portalUrl: `${services.config.siteUrl}/portal/${program.portal.slug}` });
         },
       });
     } catch (error) {
@@ -396,6 +401,6 @@ export const portalRoutes: FastifyPluginAsync<AppServices> = async (app, service
       // strangers who is an affiliate (the affiliate already has their link).
       if (!(error instanceof ApiError && error.code === 'conflict')) return joinPage(request, reply, program, form, formErrorsOf(error));
     }
-    return reply.redirect(`/portal/${program.portal_slug}?joined=${pending ? 'pending' : 'open'}`, 303);
+    return reply.redirect(`/portal/${program.portal.slug}?joined=${pending ? 'pending' : 'open'}`, 303);
   });
 };

@@ -1,0 +1,46 @@
+import { csvLine } from '../../domain/csv.ts';
+import { toIso } from '../../domain/clock.ts';
+import { millionthsToRate } from '../../domain/commission.ts';
+import { minorToDecimalText } from '../../domain/money.ts';
+import type { PageOrder } from '../../db/keyset.ts';
+import type { Db } from '../../db/transaction.ts';
+import type { ProgramContext } from '../../domain/program-context.ts';
+import { getAffiliateNames } from '../affiliates/affiliate.service.ts';
+import { listSales, type SaleFilter } from './sale.repository.ts';
+
+// The dashboard's sale list as a CSV file: what its filters show, in their order, at most
+// SALES_CSV_ROWS sales, each with its affiliate's name and e-mail; amounts exact in the
+// program's currency (from the stored minor units), the commission before and after refunds,
+// formula-safe cells (domain/csv.ts).
+
+/** Sales in one CSV download; past it the page says the file holds the first ones. */
+export const SALES_CSV_ROWS = 10_000;
+
+const HEADER = ['id', 'created_at', 'customer_name', 'customer_email', 'affiliate_id', 'affiliate_name', 'affiliate_email', 'currency', 'amount', 'refunded', 'commission_rate', 'commission', 'commission_refunded', 'commission_net', 'invoice_id', 'external_id'];
+
+/** Names of the affiliates of many sales, asked in chunks of one dashboard page. */
+async function namesOf(db: Db, program: ProgramContext, affiliateIds: string[]) {
+  const ids = [...new Set(affiliateIds)];
+  const names = new Map<string, { name: string; email: string }>();
+  for (let i = 0; i < ids.length; i += 50) for (const [id, name] of await getAffiliateNames(db, program, ids.slice(i, i + 50))) names.set(id, name);
+  return names;
+}
+
+/** The file of the sales `filter` matches (null: a filter that names nothing, so the file holds only its header). */
+export async function exportSalesCsv(db: Db, program: ProgramContext, filter: SaleFilter | null, order: PageOrder): Promise<string> {
+  const rows = filter === null ? [] : await listSales(db, program.id, filter, { limit: SALES_CSV_ROWS - 1, order });
+  const names = await namesOf(db, program, rows.map((r) => r.affiliate_id));
+  const currency = program.currency;
+  const money = (minor: number | string) => minorToDecimalText(minor, currency);
+  let csv = csvLine(HEADER);
+  for (const s of rows.slice(0, SALES_CSV_ROWS)) {
+    const affiliate = names.get(s.affiliate_id);
+    const net = Number(s.commission) - Number(s.refunded_commission);
+    csv += csvLine([
+      Number(s.id), toIso(s.created_at), s.name, s.email, s.affiliate_id, affiliate?.name ?? '', affiliate?.email ?? '', currency,
+      money(s.total_earned), money(s.refunded_amount), millionthsToRate(s.commission_rate),
+      money(s.commission), money(s.refunded_commission), money(net), s.external_invoice_id, s.external_id,
+    ]);
+  }
+  return csv;
+}
