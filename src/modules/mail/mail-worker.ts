@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { wakeablePause } from '../../domain/pauses.ts';
 import { onLocalChange } from '../../db/change-watch.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -35,7 +35,7 @@ export function createMailWorker(options: MailWorkerOptions): MailWorker {
   const pollMs = options.pollMs ?? 2000;
   let running = false;
   let loop: Promise<void> | null = null;
-  let wakeUp: (() => void) | null = null;
+  const { pause: idle, wake } = wakeablePause();
 
   async function pass(): Promise<number> {
     const now = clock();
@@ -66,10 +66,7 @@ export function createMailWorker(options: MailWorkerOptions): MailWorker {
       }
       if (sent === BATCH || !running) continue;
       // Idle: wait for the poll interval, or less when woken (the timer is then cancelled).
-      const idle = new AbortController();
-      wakeUp = () => idle.abort();
-      await sleep(pollMs, undefined, { signal: idle.signal }).catch(() => {});
-      wakeUp = null;
+      await idle(pollMs);
     }
   }
 
@@ -80,13 +77,13 @@ export function createMailWorker(options: MailWorkerOptions): MailWorker {
     start() {
       if (running) return;
       running = true;
-      stopHearing = onLocalChange(MAIL_QUEUED_CHANNEL, () => wakeUp?.());
+      stopHearing = onLocalChange(MAIL_QUEUED_CHANNEL, wake);
       loop = run();
     },
     async stop() {
       running = false;
       stopHearing?.();
-      wakeUp?.();
+      wake();
       await loop;
     },
   };

@@ -1,6 +1,7 @@
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../db/transaction.ts';
+import { wakeablePause, waitAtMost } from '../../domain/pauses.ts';
 
 // The shape of a periodic job (purge-job.ts is one) and the worker that runs it: at start, then
 // each time `everyMs` has passed on the app's clock (so a test that moves the clock moves the
@@ -45,19 +46,7 @@ export function createPeriodicWorker(job: PeriodicJob, context: JobContext): Per
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let lastRun: number | null = null;
-  let wakeUp: (() => void) | null = null;
-
-  const idle = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        wakeUp = null;
-        resolve();
-      }, ms);
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  const { pause: idle, wake } = wakeablePause();
 
   async function loop() {
     while (running) {
@@ -85,13 +74,8 @@ export function createPeriodicWorker(job: PeriodicJob, context: JobContext): Per
     async stop() {
       if (!running) return;
       running = false;
-      const w = wakeUp;
-      wakeUp = null;
-      w?.();
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)));
-      await Promise.race([loopDone, bound]);
-      clearTimeout(timer);
+      wake();
+      await waitAtMost(loopDone, STOP_WAIT_MS);
     },
   };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { wakeablePause, waitAtMost } from '../../domain/pauses.ts';
 import type { Config } from '../../config.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Db } from '../../db/transaction.ts';
@@ -78,24 +79,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
   let fanOutAfter: string | null = null;
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
-  let wakeUp: (() => void) | null = null;
-
-  const wake = () => {
-    const w = wakeUp;
-    wakeUp = null;
-    w?.();
-  };
-  const idle = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        wakeUp = null;
-        resolve();
-      }, ms);
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  const { pause: idle, wake } = wakeablePause();
 
   // A finished send wakes the loop: the program may lease again.
   const lanes = createDeliveryLanes({ db, config, clock, log, sender, running: () => running, onSent: wake });
@@ -197,10 +181,7 @@ export function createDeliveryWorker(options: WorkerOptions): DeliveryWorker {
         await loopDone;
         while (!lanes.idle()) await new Promise((r) => setTimeout(r, 20));
       })();
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, config.webhookTimeoutMs + 5_000)));
-      await Promise.race([finished, bound]);
-      clearTimeout(timer);
+      await waitAtMost(finished, config.webhookTimeoutMs + 5_000);
       sender.close();
     },
     wake,
