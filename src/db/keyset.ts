@@ -1,5 +1,6 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Database } from './schema.ts';
+import { toIso } from '../domain/clock.ts';
 import { compiledQuery, filterShape, placeholderFilter, type ParamOf } from './compiled-query.ts';
 
 // Lists are newest first and paged by keyset over (created_at, id), so a page costs the
@@ -38,7 +39,7 @@ export function pageOf<R extends { created_at: string | Date; id: string | numbe
   const items = rows.slice(0, page.limit);
   const last = items[items.length - 1]!;
   const byValue = page.order !== undefined && page.order.column !== 'created_at' ? page.order.column : undefined;
-  const createdAt = typeof last.created_at === 'string' ? last.created_at : last.created_at.toISOString();
+  const createdAt = toIso(last.created_at);
   const next: PagePosition = byValue === undefined ? { createdAt, id: last.id } : { createdAt, id: last.id, value: Number((last as unknown as Record<string, unknown>)[byValue]) };
   return { items, next };
 }

@@ -7,13 +7,9 @@ import type { CommissionEntry, CommissionsQuery } from './commission.schema.ts';
 
 import { entryStatusOf, ledgerBalance, listEntries, type EntryRow, type EntryStatus, type LedgerBalance } from './ledger.repository.ts';
 
-/** An entry's status at `now`: paid with its payout; held while something holds it; else due once the hold has passed. */
-export function entryStatus(row: Pick<EntryRow, 'paid_at' | 'held_by' | 'due_at'>, now: Date): EntryStatus {
-  return entryStatusOf(row, now);
-}
 
 export function serializeEntry(row: EntryRow, program: ProgramContext, now: Date): CommissionEntry {
-  const status = entryStatus(row, now);
+  const status = entryStatusOf(row, now);
   return {
     id: Number(row.id),
     affiliateId: row.affiliate_id,
