@@ -193,6 +193,19 @@ describe('Stripe webhooks', () => {
     assert.deepEqual((await api.post('/payouts', {})).body.map((p: any) => p.amount), [20]);
   });
 
+  it('a refund written while the dispute is open waits with the held commission, and falls due with it', async () => {
+    const { api, programId, secret, dispute, due } = await disputedSale();
+    const at = Math.floor(Date.now() / 1000);
+    await deliver(programId, dispute('charge.dispute.created', 'needs_response', at - 3600), secret);
+    const [sale] = (await api.get('/sales')).body;
+    assert.equal((await api.post('/sales/refund', { saleId: sale.id, amount: 25 })).status, 201);
+    const entries = (await api.get(`/commissions?saleId=${sale.id}`)).body;
+    assert.deepEqual(entries.map((e: any) => [e.kind, e.amount, e.status, e.dueAt, e.heldBy]).sort(), [['refund', -5, 'held', null, 'dispute'], ['sale', 20, 'held', null, 'dispute']]);
+    assert.equal(await due(), 0, 'nothing is due while held, the refund neither');
+    await deliver(programId, dispute('charge.dispute.closed', 'won', at), secret);
+    assert.equal(await due(), 15, 'released together: the sale net of its refund');
+  });
+
   it('a failed payout leaves a disputed commission held: it is not due, and no payout takes it, until the dispute is won', async () => {
     const { api, programId, secret, dispute, due } = await disputedSale();
     const [payout] = (await api.post('/payouts', {})).body;
