@@ -132,6 +132,7 @@ const codeFields = {
   customerId: null,
   limitToAffiliate: false,
 };
+const couponCodesUrl = `https://affiliates.acme.com/api/v1/promotional-codes?couponId=${COUPON_ID}`;
 const codeAffiliate = { id: JANE_ID, firstName: 'Jane', lastName: 'Doe', email: 'jane.doe@example.com' };
 const janeCode = {
   id: 'ca81ce94-5e7f-4a1b-9c3d-5f7a9b1c3d5e',
@@ -276,12 +277,12 @@ export const API_EXAMPLES: Record<string, OperationExamples> = {
 
   'POST /api/v1/coupons': {
     request: { name: 'Spring 25% off', couponType: 'PERCENTAGE', percentOff: 25, duration: 'repeating', durationInMonths: 3, externalId: 'spring25' },
-    response: { ...coupon, promotionalCodes: [], promotionalCodesCount: 0 },
+    response: { ...coupon, promotionalCodes: [], promotionalCodesCount: 0, promotionalCodesUrl: couponCodesUrl },
   },
-  'GET /api/v1/coupons': oneOrList('coupons', [{ ...coupon, promotionalCodes: [{ ...janeCode, affiliate: codeAffiliate }], promotionalCodesCount: 1 }]),
+  'GET /api/v1/coupons': oneOrList('coupons', [{ ...coupon, promotionalCodes: [{ ...janeCode, affiliate: codeAffiliate }], promotionalCodesCount: 1, promotionalCodesUrl: couponCodesUrl }]),
   'PUT /api/v1/coupons': {
     request: { id: COUPON_ID, name: 'Spring sale' },
-    response: { ...coupon, name: 'Spring sale', updatedAt: '2026-11-25T06:49:04.624Z', promotionalCodes: [{ ...janeCode, affiliate: codeAffiliate }], promotionalCodesCount: 1 },
+    response: { ...coupon, name: 'Spring sale', updatedAt: '2026-11-25T06:49:04.624Z', promotionalCodes: [{ ...janeCode, affiliate: codeAffiliate }], promotionalCodesCount: 1, promotionalCodesUrl: couponCodesUrl },
   },
 
   'POST /api/v1/promotional-codes': {

@@ -110,7 +110,7 @@ describe('promotional codes', () => {
   async function nestedCoupon(id: string) {
     const res = await api.get(`/coupons?id=${id}`);
     assert.equal(res.status, 200);
-    const { promotionalCodes: _codes, promotionalCodesCount: _count, ...rest } = res.body as Coupon;
+    const { promotionalCodes: _codes, promotionalCodesCount: _count, promotionalCodesUrl: _url, ...rest } = res.body as Coupon;
     return rest;
   }
 
@@ -499,7 +499,7 @@ describe('promotional codes', () => {
     it('nests the full parent coupon and the affiliate object in every code', async () => {
       const res = await g.get(`/promotional-codes?id=${gamma().id}`);
       const p = res.body as PromotionalCode;
-      const { promotionalCodes: _codes, promotionalCodesCount: _count, ...couponWithoutCodes } = (await g.get(`/coupons?id=${c2.id}`)).body as Coupon;
+      const { promotionalCodes: _codes, promotionalCodesCount: _count, promotionalCodesUrl: _url, ...couponWithoutCodes } = (await g.get(`/coupons?id=${c2.id}`)).body as Coupon;
       assert.deepEqual(p.coupon, couponWithoutCodes);
       assert.equal(p.coupon.couponType, 'FLAT');
       assert.equal(p.coupon.amountOff, 2.5);

@@ -1,4 +1,4 @@
-import type { Updateable } from 'kysely';
+import { sql, type Updateable } from 'kysely';
 import type { CouponsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -23,8 +23,28 @@ export function findCoupon(db: Db | Tx, programId: string, filter: CouponFilter)
   return selectCoupons(db, programId, filter).executeTakeFirst();
 }
 
-export function listCoupons(db: Db, programId: string, filter: CouponFilter, page: PageRequest) {
-  return pageQuery(selectCoupons(db, programId, filter), 'c', page).execute();
+/**
+ * A page of coupons (`page.limit` + 1 rows, newest first), each with `nested_codes`: how many
+ * codes it has, counted up to `codesPerCoupon` (the most a coupon answers with), which is what
+ * a page's budget of nested codes needs. Each count stops after `codesPerCoupon` entries of the
+ * promotional_codes_coupon index, so a coupon with a million codes costs what one with a
+ * hundred does.
+ */
+export function listCoupons(db: Db, programId: string, filter: CouponFilter, page: PageRequest, codesPerCoupon: number) {
+  const q = selectCoupons(db, programId, filter).select((eb) =>
+    eb
+      .selectFrom(
+        eb
+          .selectFrom('promotional_codes as pc')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('pc.coupon_id', '=', 'c.id')
+          .limit(codesPerCoupon)
+          .as('capped'),
+      )
+      .select(eb.fn.countAll<number | string>().as('n'))
+      .as('nested_codes'),
+  );
+  return pageQuery(q, 'c', page).execute();
 }
 
 export async function insertCoupon(tx: Tx, row: CouponRow): Promise<void> {

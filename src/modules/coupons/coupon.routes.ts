@@ -4,7 +4,7 @@ import { errorResponses } from '../../http/schemas.ts';
 import { oneOrMany } from '../../http/one-or-many.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { deleteTarget, eitherId, targetFromQuery } from '../../http/request-target.ts';
-import { CouponSchema } from './promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, COUPON_PAGE_CODES, CouponSchema } from './promotional-code.schema.ts';
 import { CouponsQuery, CreateCouponBody, DeleteCouponTarget, UpdateCouponBody, UpdateCouponTarget } from './coupon.schema.ts';
 import { createCoupon, deleteCoupon, getCoupon, getCouponPage, updateCoupon } from './coupon.service.ts';
 
@@ -22,7 +22,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
         response: { 201: CouponSchema, ...errorResponses(['conflict', 'a coupon with this externalId already exists in the program']) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createCoupon(db, request.auth.program, request.body)),
+    async (request, reply) => reply.code(201).send(await createCoupon(db, request.auth.program, request.body, config.siteUrl)),
   );
 
   app.get(
@@ -31,7 +31,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       schema: {
         tags: ['Coupons'],
         summary: 'List coupons, or get one',
-        description: 'With `id` or `externalId`: that one coupon, or 404. Otherwise a list, newest first, filtered by `name`. Each coupon comes with its promotional codes.',
+        description: `With \`id\` or \`externalId\`: that one coupon, or 404. Otherwise a list, newest first, filtered by \`name\`. Each coupon carries its ${COUPON_CODES_LIMIT} newest promotional codes, \`promotionalCodesCount\` (all of them) and \`promotionalCodesUrl\` (their list); a page ends early, with its \`Link\`, before the coupon that would take it past ${COUPON_PAGE_CODES} nested codes.`,
         querystring: CouponsQuery,
         response: { 200: coupons.schema, ...errorResponses('not_found') },
       },
@@ -39,9 +39,9 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     async (request, reply) => {
       const { id, externalId, name } = request.query;
       const program = request.auth.program;
-      if (id !== undefined || externalId !== undefined) return coupons.sendOne(reply, await getCoupon(db, program, { id, externalId, name }));
+      if (id !== undefined || externalId !== undefined) return coupons.sendOne(reply, await getCoupon(db, program, { id, externalId, name }, config.siteUrl));
       const page = parsePageRequest(request);
-      return coupons.sendMany(reply, finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page)));
+      return coupons.sendMany(reply, finishPage(request, reply, config.siteUrl, await getCouponPage(db, program, { name }, page, config.siteUrl)));
     },
   );
 
@@ -59,7 +59,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
       preValidation: targetFromQuery(UpdateCouponTarget),
     },
     // The coupon a PUT or DELETE names: `id`, or `couponId` as PUT /promotional-codes calls it.
-    async (request) => updateCoupon(db, request.auth.program, eitherId<string>(request.body, 'id', 'couponId'), request.body),
+    async (request) => updateCoupon(db, request.auth.program, eitherId<string>(request.body, 'id', 'couponId'), request.body, config.siteUrl),
   );
 
   app.delete(
@@ -75,7 +75,7 @@ export const couponRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, 
     },
     async (request) => {
       const target = deleteTarget(DeleteCouponTarget, request);
-      return deleteCoupon(db, request.auth.program, eitherId<string>(target, 'id', 'couponId'), target);
+      return deleteCoupon(db, request.auth.program, eitherId<string>(target, 'id', 'couponId'), target, config.siteUrl);
     },
   );
 };

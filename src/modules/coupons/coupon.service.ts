@@ -7,7 +7,7 @@ import { ApiError, conflict, hasDependents, invalidField, notFound, type FieldEr
 import { pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { serializeCoupons, serializeNestedCoupon } from './promotional-code.serializer.ts';
-import type { Coupon } from './promotional-code.schema.ts';
+import { COUPON_CODES_LIMIT, COUPON_PAGE_CODES, type Coupon } from './promotional-code.schema.ts';
 import type { CouponRow } from './promotional-code.repository.ts';
 import { deleteCouponRow, findCoupon, insertCoupon, listCoupons, lockCodesOfCoupon, updateCouponRow, type CouponFilter } from './coupon.repository.ts';
 import type { CreateCouponBody, DeleteCouponTarget, UpdateCouponBody } from './coupon.schema.ts';
@@ -34,7 +34,7 @@ function validateCoupon(program: ProgramContext, body: CreateCouponBody) {
   return { type, currency, amountOff, duration, productIds };
 }
 
-export async function createCoupon(db: Db, program: ProgramContext, body: CreateCouponBody): Promise<Coupon> {
+export async function createCoupon(db: Db, program: ProgramContext, body: CreateCouponBody, siteUrl: string): Promise<Coupon> {
   const { type, currency, amountOff, duration, productIds } = validateCoupon(program, body);
   const now = program.clock().toISOString();
   const row: CouponRow = {
@@ -61,7 +61,7 @@ export async function createCoupon(db: Db, program: ProgramContext, body: Create
   try {
     return await inTransaction(db, async (tx) => {
       await insertCoupon(tx, row);
-      const created = (await serializeCoupons(tx, program, [row]))[0]!;
+      const created = (await serializeCoupons(tx, program, [row], siteUrl))[0]!;
       await recordEvent(tx, program.id, 'coupon.created', created, now);
       return created;
     });
@@ -71,25 +71,64 @@ export async function createCoupon(db: Db, program: ProgramContext, body: Create
   }
 }
 
-export async function getCoupon(db: Db, program: ProgramContext, filter: CouponFilter): Promise<Coupon> {
+/** How many codes coupons carry: each its `perCoupon` newest, and a page of coupons `perPage` in all. */
+export interface CouponCodeBounds {
+  perCoupon: number;
+  perPage: number;
+}
+
+/** The API's: every coupon response carries its 100 newest codes, a list page 1,000 in all. */
+export const API_CODE_BOUNDS: CouponCodeBounds = { perCoupon: COUPON_CODES_LIMIT, perPage: COUPON_PAGE_CODES };
+
+/** A coupon with its `bounds.perCoupon` newest codes, the count of all and the URL of their list (serializeCoupons). */
+export async function getCoupon(db: Db, program: ProgramContext, filter: CouponFilter, siteUrl: string, bounds: CouponCodeBounds = API_CODE_BOUNDS): Promise<Coupon> {
   const row = await findCoupon(db, program.id, filter);
   if (!row) throw notFound('Coupon');
-  return (await serializeCoupons(db, program, [row]))[0]!;
+  return (await serializeCoupons(db, program, [row], siteUrl, bounds.perCoupon))[0]!;
 }
 
 /** A coupon as lists hold it: the API's Coupon, and how many times its codes were redeemed (the dashboard shows it; the API's answer leaves it out). */
 export type ListedCoupon = Coupon & { timesRedeemed: number };
 
-/** A page of coupons, each with its newest codes and the count of all (serializeCoupons). */
-export async function getCouponPage(db: Db, program: ProgramContext, filter: CouponFilter, page: PageRequest): Promise<Page<ListedCoupon>> {
-  const rows = pageOf(await listCoupons(db, program.id, filter, page), page);
-  const coupons = await serializeCoupons(db, program, rows.items);
+/**
+ * The coupons of a page: at most `page.limit`, and as many as their nested codes (each
+ * coupon's, up to `perCoupon`) fit in `perPage`. The page ends before the coupon that would pass
+ * it, with `next` after the last one kept, so following the pages gives every coupon once; it
+ * always holds one coupon (one coupon's codes never pass the budget: perCoupon ≤ perPage).
+ */
+function withinCodeBudget<R extends CouponRow & { nested_codes: number | string | null }>(rows: R[], page: PageRequest, bounds: CouponCodeBounds): Page<R> {
+  let kept = 0;
+  let codes = 0;
+  for (const row of rows.slice(0, page.limit)) {
+    const nested = Math.min(Number(row.nested_codes ?? 0), bounds.perCoupon);
+    if (kept > 0 && codes + nested > bounds.perPage) break;
+    codes += nested;
+    kept++;
+  }
+  // One row past the page's end tells that more follow (and where the next page starts).
+  return pageOf(rows.slice(0, kept + 1), { ...page, limit: kept });
+}
+
+/**
+ * A page of coupons, each with its newest codes, the count of all and the URL of their list
+ * (serializeCoupons), bounded in rows (`page.limit`) and in nested codes (`bounds.perPage`).
+ */
+export async function getCouponPage(
+  db: Db,
+  program: ProgramContext,
+  filter: CouponFilter,
+  page: PageRequest,
+  siteUrl: string,
+  bounds: CouponCodeBounds = API_CODE_BOUNDS,
+): Promise<Page<ListedCoupon>> {
+  const rows = withinCodeBudget(await listCoupons(db, program.id, filter, page, bounds.perCoupon), page, bounds);
+  const coupons = await serializeCoupons(db, program, rows.items, siteUrl, bounds.perCoupon);
   return { ...rows, items: coupons.map((coupon, i) => ({ ...coupon, timesRedeemed: Number(rows.items[i]!.times_redeemed) })) };
 }
 
 const DISCOUNT_TERMS = ['couponType', 'percentOff', 'amountOff', 'currency', 'duration', 'durationInMonths'] as const;
 
-export async function updateCoupon(db: Db, program: ProgramContext, id: string, body: UpdateCouponBody): Promise<Coupon> {
+export async function updateCoupon(db: Db, program: ProgramContext, id: string, body: UpdateCouponBody, siteUrl: string): Promise<Coupon> {
   try {
     return await inTransaction(db, async (tx) => {
       const current = await findCoupon(tx, program.id, { id });
@@ -120,7 +159,7 @@ export async function updateCoupon(db: Db, program: ProgramContext, id: string, 
       }
       const { id: _id, program_id: _p, times_redeemed: _t, created_at: _c, ...changes } = next;
       await updateCouponRow(tx, program.id, id, changes);
-      const updated = (await serializeCoupons(tx, program, [next]))[0]!;
+      const updated = (await serializeCoupons(tx, program, [next], siteUrl))[0]!;
       await recordEvent(tx, program.id, 'coupon.updated', updated, now);
       return updated;
     });
@@ -135,7 +174,7 @@ export async function updateCoupon(db: Db, program: ProgramContext, id: string, 
  * code). A redeemed code makes it a 409 has_dependents unless `force`; then the referrals and
  * sales that used the codes stay, without a code (FK SET NULL). Answers the coupon as it was.
  */
-export async function deleteCoupon(db: Db, program: ProgramContext, id: string, target: Pick<DeleteCouponTarget, 'force'>): Promise<Coupon> {
+export async function deleteCoupon(db: Db, program: ProgramContext, id: string, target: Pick<DeleteCouponTarget, 'force'>, siteUrl: string): Promise<Coupon> {
   return inTransaction(db, async (tx) => {
     const codes = await lockCodesOfCoupon(tx, program.id, id);
     const current = await findCoupon(tx, program.id, { id });
@@ -144,7 +183,7 @@ export async function deleteCoupon(db: Db, program: ProgramContext, id: string, 
     if (!target.force && redeemed > 0) {
       throw hasDependents(`${redeemed} of the coupon's promotional codes have been redeemed; deleting them leaves their referrals and sales without a code.`);
     }
-    const deleted = (await serializeCoupons(tx, program, [current]))[0]!;
+    const deleted = (await serializeCoupons(tx, program, [current], siteUrl))[0]!;
     await deleteCouponRow(tx, program.id, id);
     await recordEvent(tx, program.id, 'coupon.deleted', deleted, program.clock().toISOString());
     return deleted;

@@ -151,11 +151,14 @@ export async function listNewestCodesOfCoupons(db: Db | Tx, programId: string, c
   return rows.map(splitCodeAndAffiliate);
 }
 
-/** How many codes each coupon has (coupons without codes are absent), in one grouped query. */
+/**
+ * How many codes each coupon has (coupons without codes are absent), in one grouped query. The
+ * serializer asks it only for the coupons whose newest codes filled their share (at most 10 on
+ * a page of coupons: COUPON_PAGE_CODES / COUPON_CODES_LIMIT).
+ */
 export async function countCodesOfCoupons(db: Db | Tx, programId: string, couponIds: string[]): Promise<Map<string, number>> {
   if (couponIds.length === 0) return new Map();
-  // Bounded like listNewestCodesOfCoupons: one page of coupon ids. Scoped through the coupon, so
-  // the count reads the promotional_codes_coupon index alone.
+  // Scoped through the coupon, so the count reads the promotional_codes_coupon index alone.
   const rows = await db
     .selectFrom('coupons as c')
     .innerJoin('promotional_codes as pc', 'pc.coupon_id', 'c.id')

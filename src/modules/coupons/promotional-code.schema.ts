@@ -45,6 +45,9 @@ export type NestedPromotionalCode = Static<typeof NestedPromotionalCodeSchema>;
 /** The most codes a coupon response carries (its newest); the rest page through GET /promotional-codes?couponId=. */
 export const COUPON_CODES_LIMIT = 100;
 
+/** The most codes a page of coupons carries in all: the page ends before the coupon that would pass it (at least one coupon a page). */
+export const COUPON_PAGE_CODES = 1000;
+
 export const CouponSchema = Type.Object(
   {
     ...CouponFields,
@@ -53,6 +56,7 @@ export const CouponSchema = Type.Object(
       description: `the coupon's ${COUPON_CODES_LIMIT} newest codes at most, newest first; all of them: GET /promotional-codes?couponId=`,
     }),
     promotionalCodesCount: Type.Integer({ minimum: 0, description: 'how many codes the coupon has in all' }),
+    promotionalCodesUrl: Type.String({ format: 'uri', description: "all of the coupon's codes, paged like every list: GET /promotional-codes?couponId= on SITE_URL" }),
   },
   { title: 'Coupon' },
 );

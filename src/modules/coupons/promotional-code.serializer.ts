@@ -16,8 +16,8 @@ import {
 import { COUPON_CODES_LIMIT, type Coupon, type NestedPromotionalCode, type PromotionalCode } from './promotional-code.schema.ts';
 
 // One serializer each for coupons and promotional codes. A coupon lists its newest codes (at
-// most COUPON_CODES_LIMIT, with the count of all) and a code carries its coupon; the nested
-// copies leave out the back-reference to avoid a cycle.
+// most COUPON_CODES_LIMIT, with the count of all and the URL of their list) and a code carries
+// its coupon; the nested copies leave out the back-reference to avoid a cycle.
 
 /** A coupon is valid while its flag is set, redeemBy has not passed and its limit is not reached. */
 export function isCouponValid(row: CouponRow, now: number): boolean {
@@ -97,26 +97,34 @@ export async function serializeCodes(db: Db | Tx, program: ProgramContext, codes
   }));
 }
 
+/** The URL of a coupon's codes, all of them: GET /promotional-codes?couponId=, on SITE_URL as a list's Link is. */
+export function couponCodesUrl(siteUrl: string, couponId: string): string {
+  const url = new URL('/api/v1/promotional-codes', siteUrl);
+  url.searchParams.set('couponId', couponId);
+  return url.toString();
+}
+
 /**
- * Serializes coupon rows (one page at most) with their COUPON_CODES_LIMIT newest codes and the
- * count of all, in two queries whatever the number of codes or affiliates.
+ * Serializes coupon rows (one page at most) with their `codesPerCoupon` newest codes, the count
+ * of all and the URL of their list. The codes come in one query (at most `codesPerCoupon` a
+ * coupon); a coupon that filled them may have more, and only those are counted, in one grouped
+ * query over the promotional_codes_coupon index: the others have what they answer.
  */
-export async function serializeCoupons(db: Db | Tx, program: ProgramContext, coupons: CouponRow[]): Promise<Coupon[]> {
+export async function serializeCoupons(db: Db | Tx, program: ProgramContext, coupons: CouponRow[], siteUrl: string, codesPerCoupon = COUPON_CODES_LIMIT): Promise<Coupon[]> {
   const ids = coupons.map((c) => c.id);
-  const [codes, counts] = await Promise.all([
-    listNewestCodesOfCoupons(db, program.id, ids, COUPON_CODES_LIMIT),
-    countCodesOfCoupons(db, program.id, ids),
-  ]);
-  const codesByCoupon = new Map<string, NestedPromotionalCode[]>();
-  for (const { code, affiliate } of codes) {
-    const list = codesByCoupon.get(code.coupon_id) ?? [];
-    list.push(serializeCodeFields(code, affiliate, program));
-    codesByCoupon.set(code.coupon_id, list);
-  }
+  const codes = codesPerCoupon > 0 ? await listNewestCodesOfCoupons(db, program.id, ids, codesPerCoupon) : [];
+  const codesByCoupon = new Map<string, NestedPromotionalCode[]>(ids.map((id) => [id, []]));
+  for (const { code, affiliate } of codes) codesByCoupon.get(code.coupon_id)?.push(serializeCodeFields(code, affiliate, program));
+  const full = ids.filter((id) => codesByCoupon.get(id)!.length >= codesPerCoupon);
+  const counts = await countCodesOfCoupons(db, program.id, full);
   const now = program.clock().getTime();
-  return coupons.map((row) => ({
-    ...serializeNestedCoupon(row, now),
-    promotionalCodes: codesByCoupon.get(row.id) ?? [],
-    promotionalCodesCount: counts.get(row.id) ?? 0,
-  }));
+  return coupons.map((row) => {
+    const nested = codesByCoupon.get(row.id)!;
+    return {
+      ...serializeNestedCoupon(row, now),
+      promotionalCodes: nested,
+      promotionalCodesCount: counts.get(row.id) ?? nested.length,
+      promotionalCodesUrl: couponCodesUrl(siteUrl, row.id),
+    };
+  });
 }

@@ -6,17 +6,24 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { getAffiliate, getAffiliatePage } from '../../modules/affiliates/affiliate.service.ts';
 import { CreateCouponBody } from '../../modules/coupons/coupon.schema.ts';
-import { createCoupon, getCoupon, getCouponPage } from '../../modules/coupons/coupon.service.ts';
+import { createCoupon, getCoupon, getCouponPage, type CouponCodeBounds } from '../../modules/coupons/coupon.service.ts';
 import { CreatePromotionalCodeBody, UpdatePromotionalCodeBody } from '../../modules/coupons/promotional-code.schema.ts';
-import { createPromotionalCode, getPromotionalCode, updatePromotionalCode } from '../../modules/coupons/promotional-code.service.ts';
-import { couponListBody, editCodeBody, newCodeBody, newCouponBody } from './coupons.view.ts';
-import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
+import { createPromotionalCode, getPromotionalCode, getPromotionalCodePage, updatePromotionalCode } from '../../modules/coupons/promotional-code.service.ts';
+import { couponCodesBody, couponListBody, editCodeBody, newCodeBody, newCouponBody } from './coupons.view.ts';
+import { currentProgram, doneFlash, listPage, PAGE_SIZE, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
 import { apiBody, formErrorsOf, noErrors, optionalNumber, optionalText, optionalUtcDateTime, readForm, toDateTimeInput, type FormErrors, type FormValues } from './forms.ts';
 
 // Coupons (the discount) and their promotional codes (what a customer types, usually one per
 // affiliate). Every change goes through the API's services and schemas: createCoupon,
 // createPromotionalCode, updatePromotionalCode (which records promotional_code.updated). The
-// pages are coupons.view.ts.
+// pages are coupons.view.ts. The list shows each coupon's newest codes; a coupon's own page
+// pages through all of them.
+
+/** The list's coupons carry their 10 newest codes: at most 500 rows on a page of 50 coupons. */
+const LIST_CODES: CouponCodeBounds = { perCoupon: 10, perPage: 10 * PAGE_SIZE };
+
+/** Pages about one coupon read its terms and the count of its codes, none of the codes. */
+const NO_CODES: CouponCodeBounds = { perCoupon: 0, perPage: 0 };
 
 const DONE = {
   'coupon-created': 'Coupon created. Now add promotional codes to it and assign them to affiliates.',
@@ -66,12 +73,22 @@ function couponBodyOf(form: FormValues): CreateCouponBody {
   return apiBody(CreateCouponBody, body);
 }
 
-async function listPageOf(db: Db, request: FastifyRequest, reply: FastifyReply) {
+async function listPageOf(db: Db, siteUrl: string, request: FastifyRequest, reply: FastifyReply) {
   const { context, base } = currentProgram(request);
   const page = requestedPage(request);
-  const list = listPage(await getCouponPage(db, context, {}, page), page, `${base}/coupons`);
+  const list = listPage(await getCouponPage(db, context, {}, page, siteUrl, LIST_CODES), page, `${base}/coupons`);
   const body = couponListBody({ base, session: request.session!, now: context.clock().getTime(), list });
   return sendPage(db, request, reply, { title: 'Coupons & codes', active: 'coupons', body, flash: doneFlash(request, DONE) });
+}
+
+async function couponPageOf(db: Db, siteUrl: string, request: FastifyRequest, reply: FastifyReply) {
+  const { context, base } = currentProgram(request);
+  const { couponId } = request.params as { couponId: string };
+  const coupon = await getCoupon(db, context, { id: couponId }, siteUrl, NO_CODES);
+  const page = requestedPage(request);
+  const list = listPage(await getPromotionalCodePage(db, context, { couponId }, page), page, `${base}/coupons/${couponId}`);
+  const body = couponCodesBody({ base, session: request.session!, now: context.clock().getTime(), coupon, list });
+  return sendPage(db, request, reply, { title: coupon.name, active: 'coupons', body });
 }
 
 function newCouponPageOf(db: Db, request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
@@ -80,10 +97,10 @@ function newCouponPageOf(db: Db, request: FastifyRequest, reply: FastifyReply, v
   return sendPage(db, request, reply, { title: 'New coupon', active: 'coupons', body, status: errors.status, flash: errorFlash(errors) });
 }
 
-async function newCodePageOf(db: Db, request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
+async function newCodePageOf(db: Db, siteUrl: string, request: FastifyRequest, reply: FastifyReply, values: FormValues = {}, errors: FormErrors = noErrors) {
   const { context, base } = currentProgram(request);
   const { couponId } = request.params as { couponId: string };
-  const coupon = await getCoupon(db, context, { id: couponId });
+  const coupon = await getCoupon(db, context, { id: couponId }, siteUrl, NO_CODES);
   const body = newCodeBody({ base, session: request.session!, coupon, values, errors, suggestions: await affiliateSuggestions(db, context) });
   return sendPage(db, request, reply, { title: 'New promotional code', active: 'coupons', body, status: errors.status, flash: errorFlash(errors) });
 }
@@ -102,8 +119,9 @@ async function editCodePageOf(db: Db, request: FastifyRequest, reply: FastifyRep
   return sendPage(db, request, reply, { title: `Code ${code.code}`, active: 'coupons', body, status: errors.status, flash: errorFlash(errors) });
 }
 
-export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
-  app.get('/coupons', (request, reply) => listPageOf(db, request, reply));
+export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db, config }) => {
+  const { siteUrl } = config;
+  app.get('/coupons', (request, reply) => listPageOf(db, siteUrl, request, reply));
 
   app.get('/coupons/new', (request, reply) => newCouponPageOf(db, request, reply));
 
@@ -111,14 +129,16 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
     const { context, base } = currentProgram(request);
     const form = readForm(request);
     try {
-      await createCoupon(db, context, couponBodyOf(form));
+      await createCoupon(db, context, couponBodyOf(form), siteUrl);
       return redirectDone(reply, `${base}/coupons`, 'coupon-created');
     } catch (error) {
       return newCouponPageOf(db, request, reply, form, formErrorsOf(error));
     }
   });
 
-  app.get('/coupons/:couponId/codes/new', (request, reply) => newCodePageOf(db, request, reply));
+  app.get('/coupons/:couponId', (request, reply) => couponPageOf(db, siteUrl, request, reply));
+
+  app.get('/coupons/:couponId/codes/new', (request, reply) => newCodePageOf(db, siteUrl, request, reply));
 
   app.post('/coupons/:couponId/codes', async (request, reply) => {
     const { context, base } = currentProgram(request);
@@ -137,7 +157,7 @@ export const couponRoutes: FastifyPluginAsync<AppServices> = async (app, { db })
       await createPromotionalCode(db, context, body);
       return redirectDone(reply, `${base}/coupons`, 'code-created');
     } catch (error) {
-      return newCodePageOf(db, request, reply, form, formErrorsOf(error, CODE_FIELDS));
+      return newCodePageOf(db, siteUrl, request, reply, form, formErrorsOf(error, CODE_FIELDS));
     }
   });
 

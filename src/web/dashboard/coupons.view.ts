@@ -4,11 +4,12 @@ import type { Coupon, NestedPromotionalCode, PromotionalCode } from '../../modul
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { pager, type DashboardSession, type ListPage } from './dashboard-page.ts';
-import { formatAmount, formatRedeemed, formatTime, statusBadge } from './format.ts';
+import { formatAmount, formatCount, formatRedeemed, formatTime, statusBadge } from './format.ts';
 import { checkboxField, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 
 // The coupons pages as pure functions of what they show: the coupons with their newest codes,
-// the new-coupon form, and the forms that add and edit a promotional code.
+// a coupon's codes (all of them, a page at a time), the new-coupon form, and the forms that add
+// and edit a promotional code.
 
 function discountOf(coupon: Coupon): string {
   const amount = coupon.couponType === 'PERCENTAGE' ? `${coupon.percentOff} % off` : `${formatAmount(coupon.amountOff ?? 0, coupon.currency ?? 'USD')} off`;
@@ -31,11 +32,18 @@ export interface CouponListView {
   list: ListPage<ListedCoupon>;
 }
 
-function codeRows(v: CouponListView, coupon: ListedCoupon): SafeHtml {
+/** What a table of codes needs besides its codes. */
+interface CodeTableView {
+  base: string;
+  session: DashboardSession;
+  now: number;
+}
+
+function codeRows(v: CodeTableView, codes: NestedPromotionalCode[], label: string): SafeHtml {
   const { base } = v;
-  return html`<div class="table-wrap" role="region" aria-label="Coupons and codes" tabindex="0"><table>
+  return html`<div class="table-wrap" role="region" aria-label="${label}" tabindex="0"><table>
             <thead><tr><th scope="col">Code</th><th scope="col">Affiliate</th><th scope="col">Status</th><th scope="col">Expires</th><th scope="col" class="num">Redeemed</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
-            <tbody>${coupon.promotionalCodes.map(
+            <tbody>${codes.map(
               (code) => html`<tr>
                 <td><code>${code.code}</code></td>
                 <td>${code.affiliate ? html`<a href="${base}/affiliates/${code.affiliate.id}">${code.affiliate.firstName} ${code.affiliate.lastName}</a>` : html`<span class="muted">Not assigned</span>`}</td>
@@ -63,9 +71,9 @@ function couponCard(v: CouponListView, coupon: ListedCoupon): SafeHtml {
       <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatRedeemed(coupon.timesRedeemed, coupon.maxRedemptions)}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
       ${coupon.promotionalCodes.length === 0
         ? html`<p class="muted">No codes yet. Customers redeem a coupon through a code: <a href="${base}/coupons/${coupon.id}/codes/new">add one</a> for each affiliate.</p>`
-        : codeRows(v, coupon)}
+        : codeRows(v, coupon.promotionalCodes, 'Coupons and codes')}
       ${coupon.promotionalCodesCount > coupon.promotionalCodes.length
-        ? html`<p class="muted">The ${coupon.promotionalCodes.length} newest of ${coupon.promotionalCodesCount} codes.</p>`
+        ? html`<p class="muted">The ${coupon.promotionalCodes.length} newest of ${formatCount(coupon.promotionalCodesCount)} codes. <a href="${base}/coupons/${coupon.id}">All ${formatCount(coupon.promotionalCodesCount)} codes of ${coupon.name}</a></p>`
         : ''}
     </section>`;
 }
@@ -80,6 +88,29 @@ export function couponListBody(v: CouponListView): SafeHtml {
             Give each affiliate their own code and every sale with it is credited to them.
             <a href="${base}/coupons/new">Create the first coupon</a>.</p></div>`
         : list.items.map((coupon) => couponCard(v, coupon))}
+      ${pager(list)}`;
+}
+
+export interface CouponCodesView {
+  base: string;
+  session: DashboardSession;
+  /** The program's "now", in epoch milliseconds: which codes have expired. */
+  now: number;
+  /** The coupon, with the count of its codes (its own codes are the list below). */
+  coupon: Coupon;
+  list: ListPage<PromotionalCode>;
+}
+
+/** A coupon's page: its terms and all of its codes, 50 at a time, newest first. */
+export function couponCodesBody(v: CouponCodesView): SafeHtml {
+  const { base, coupon, list } = v;
+  return html`
+      <p><a href="${base}/coupons">← Coupons</a></p>
+      <div class="page-head"><h1>${coupon.name}</h1><a class="button" href="${base}/coupons/${coupon.id}/codes/new">Add a code</a></div>
+      <p>${discountOf(coupon)} · ${statusBadge(coupon.valid, ['Valid', 'Not valid'])} · ${formatCount(coupon.promotionalCodesCount)} ${coupon.promotionalCodesCount === 1 ? 'code' : 'codes'}${coupon.redeemBy ? html` · until ${formatTime(coupon.redeemBy)}` : ''}</p>
+      ${list.items.length === 0
+        ? html`<p class="muted">No codes yet. Customers redeem a coupon through a code: <a href="${base}/coupons/${coupon.id}/codes/new">add one</a> for each affiliate.</p>`
+        : codeRows(v, list.items, `Codes of ${coupon.name}`)}
       ${pager(list)}`;
 }
 
