@@ -23,6 +23,7 @@ import * as portalAccessGeneration from './migrations/2026-11-30T0100-portal-acc
 import * as webhookAfterSequence from './migrations/2026-11-30T0150-webhook-after-sequence.ts';
 import * as billingWaitingExpiry from './migrations/2026-12-01T0100-billing-waiting-expiry.ts';
 import * as heldEntries from './migrations/2026-12-02T0100-held-entries.ts';
+import * as commissionListIndexes from './migrations/2026-12-03T0100-commission-list-indexes.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '2026-11-30T0150-webhook-after-sequence': webhookAfterSequence,
   '2026-12-01T0100-billing-waiting-expiry': billingWaitingExpiry,
   '2026-12-02T0100-held-entries': heldEntries,
+  '2026-12-03T0100-commission-list-indexes': commissionListIndexes,
 };
 
 export class MigrationError extends Error {}
