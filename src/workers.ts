@@ -6,6 +6,7 @@ import { createMailTransport } from './modules/mail/mail-transport.ts';
 import { createMailWorker } from './modules/mail/mail-worker.ts';
 import { createPeriodicWorker, type PeriodicJob } from './modules/maintenance/periodic-worker.ts';
 import { purgeJob } from './modules/maintenance/purge-job.ts';
+import { upkeepJob } from './modules/maintenance/upkeep-job.ts';
 
 // The background work of a Tandem process, as one list: `tandem serve` starts it (unless
 // WORKER=off) and `tandem worker` runs it alone. Every worker keeps its queue in the database,
@@ -55,6 +56,7 @@ const WORKERS: readonly WorkerStarter[] = [
     };
   },
   periodic(purgeJob),
+  periodic(upkeepJob),
 ];
 
 export interface RunningWorkers {

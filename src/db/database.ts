@@ -65,6 +65,9 @@ function handle(db: Kysely<Database>, dialect: Dialect, watchChanges: DatabaseHa
 
 /** The pragmas every connection to a Tandem SQLite file runs with (the bench's baseline too). */
 export function configureSqlite(connection: SqliteDatabase.Database): void {
+  // Set before the first table exists (a no-op on an older file until `tandem vacuum`): the
+  // maintenance worker can then hand the pages a purge freed back to the file system.
+  connection.pragma('auto_vacuum = INCREMENTAL');
   // WAL lets readers (a second CLI process, a backup) work beside the server; NORMAL sync
   // is durable across process crashes, which is the embedded default's promise.
   connection.pragma('journal_mode = WAL');
@@ -78,6 +81,9 @@ function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDat
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const connection = new SqliteDatabase(file);
   configureSqlite(connection);
+  // Statistics for the planner, where missing or stale (db/upkeep.ts says why): the form SQLite
+  // recommends when a connection opens, bounded in the rows it reads.
+  connection.pragma('optimize = 0x10002');
   return { db: new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(connection)) }), connection };
 }
 

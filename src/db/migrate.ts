@@ -1,4 +1,5 @@
 import { Migrator, type Kysely, type Migration, type MigrationResultSet } from 'kysely';
+import { refreshPlannerStatistics } from './upkeep.ts';
 import * as initial from './migrations/2026-11-22T0300-initial.ts';
 import * as idempotencyKeys from './migrations/2026-11-22T0400-idempotency-keys.ts';
 import * as webAccountsAndConnect from './migrations/2026-11-22T0500-web-accounts-and-connect.ts';
@@ -24,6 +25,7 @@ import * as webhookAfterSequence from './migrations/2026-11-30T0150-webhook-afte
 import * as billingWaitingExpiry from './migrations/2026-12-01T0100-billing-waiting-expiry.ts';
 import * as heldEntries from './migrations/2026-12-02T0100-held-entries.ts';
 import * as commissionListIndexes from './migrations/2026-12-03T0100-commission-list-indexes.ts';
+import * as affiliateListIndexes from './migrations/2026-12-03T0200-affiliate-list-indexes.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -53,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-01T0100-billing-waiting-expiry': billingWaitingExpiry,
   '2026-12-02T0100-held-entries': heldEntries,
   '2026-12-03T0100-commission-list-indexes': commissionListIndexes,
+  '2026-12-03T0200-affiliate-list-indexes': affiliateListIndexes,
 };
 
 export class MigrationError extends Error {}
@@ -84,5 +87,8 @@ export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
     const reason = result.error instanceof Error ? result.error.message : String(result.error ?? 'unknown error');
     throw new MigrationError(`migration ${failed?.migrationName ?? ''} failed: ${reason}`.replace('  ', ' '));
   }
-  return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  // A new index has no statistics yet: without them SQLite may not use it (db/upkeep.ts).
+  if (applied.length > 0) await refreshPlannerStatistics(db as never);
+  return applied;
 }

@@ -3,10 +3,11 @@ import { loggerOptions } from '../../logging.ts';
 import { openDatabase } from '../../db/database.ts';
 import { migrateToLatest } from '../../db/migrate.ts';
 import { copyData } from '../../db/copy-data.ts';
+import { vacuumDatabase } from '../../db/upkeep.ts';
 import { systemClock } from '../../domain/clock.ts';
 import { closeOnSignals, startServer } from '../../server.ts';
 import { startWorkers } from '../../workers.ts';
-import { text, UsageError, type Command } from '../command.ts';
+import { text, UsageError, withMigratedDatabase, type Command } from '../command.ts';
 
 // Running Tandem: the server, the worker, the schema, and moving the data to another database.
 
@@ -67,6 +68,21 @@ export const serverCommands = {
       } finally {
         await database.close();
       }
+    },
+  },
+  vacuum: {
+    summary: 'compact the database and let the worker give purged space back from then on',
+    description:
+      'SQLite: switches the file to incremental auto-vacuum and rewrites it compactly (VACUUM: writers wait until it is done, and it needs free disk space the size of the file), then refreshes the planner statistics. A file this version created gives purged space back by itself; an older one needs this once. PostgreSQL: VACUUM (ANALYZE), which blocks no one (docs/deploy.md).',
+    flags: {},
+    example: 'tandem vacuum',
+    async run(config) {
+      return withMigratedDatabase(config, async (database) => {
+        const started = performance.now();
+        await vacuumDatabase(database.db);
+        const seconds = ((performance.now() - started) / 1000).toFixed(1);
+        return { text: `vacuumed in ${seconds} s`, json: { seconds: Number(seconds) } };
+      });
     },
   },
 } satisfies Record<string, Command>;

@@ -166,9 +166,9 @@ export async function expireWaitingInvoicesBefore(db: Db, before: string, reason
 }
 
 /** Billing events received before `before` (the worker's purge, with the event history); waiting ones are long ignored by then. */
-export function purgeBillingEventsBefore(db: Db, before: string): Promise<number> {
+export function purgeBillingEventsBefore(db: Db, before: string, deadline = Infinity): Promise<number> {
   return deleteInBatches(async (limit) => {
     const result = await sql`delete from billing_events where (program_id, id) in (select program_id, id from billing_events where created_at < ${before} limit ${limit})`.execute(db);
     return { numDeletedRows: result.numAffectedRows ?? 0n };
-  });
+  }, undefined, deadline);
 }

@@ -4,6 +4,7 @@ import { randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import { compiledInsert, compiledQuery } from '../../db/compiled-query.ts';
 import { dialectOf } from '../../db/dialect.ts';
+import { deleteInBatches } from '../../db/batched-delete.ts';
 
 /** Every event type of CONTRACT.md; a subscription may name any of them before it first occurs. */
 export const EVENT_TYPES = [
@@ -239,26 +240,27 @@ export async function listEventsAfter(
 }
 
 /** Events deleted per statement by the purge (bound parameters stay few). */
-const PURGE_BATCH = 500;
+const EVENT_PURGE_BATCH = 500;
 
 /**
  * Deletes events created before `cutoff` (their deliveries and attempts go with them), oldest
  * sequence first, a batch at a time, over the sequence index every event already has: one
  * statement pair per batch, whatever the number of programs. Numbers follow commit order, so
  * the walk stops at the first event still young; a rare older straggler numbered after it goes
- * at a later purge.
+ * at a later purge. Stops at `deadline` (a `performance.now()` time), the rest left for the next pass.
  */
-export async function purgeEventsBefore(db: Db, cutoff: string): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const oldest = await db.selectFrom('events').select(['id', 'created_at']).where('sequence', 'is not', null).orderBy('sequence').limit(PURGE_BATCH).execute();
-    const young = oldest.findIndex((row) => toIso(row.created_at) >= cutoff);
-    const old = young === -1 ? oldest : oldest.slice(0, young);
-    if (old.length === 0) return total;
-    await db.deleteFrom('events').where('id', 'in', old.map((row) => row.id)).execute();
-    total += old.length;
-    if (old.length < PURGE_BATCH) return total;
-  }
+export function purgeEventsBefore(db: Db, cutoff: string, deadline = Infinity): Promise<number> {
+  return deleteInBatches(
+    async (limit) => {
+      const oldest = await db.selectFrom('events').select(['id', 'created_at']).where('sequence', 'is not', null).orderBy('sequence').limit(limit).execute();
+      const young = oldest.findIndex((row) => toIso(row.created_at) >= cutoff);
+      const old = young === -1 ? oldest : oldest.slice(0, young);
+      if (old.length > 0) await db.deleteFrom('events').where('id', 'in', old.map((row) => row.id)).execute();
+      return { numDeletedRows: BigInt(old.length) };
+    },
+    EVENT_PURGE_BATCH,
+    deadline,
+  );
 }
 
 /** Sale events read at most, looking for one sale's: a busy program's sale page stays cheap. */

@@ -54,7 +54,7 @@ export async function markMailAttemptFailed(db: Db, id: string, attempts: number
 }
 
 /** Sent and given-up messages older than `before` (the worker's purge). */
-export function purgeMailBefore(db: Db, before: string): Promise<number> {
+export function purgeMailBefore(db: Db, before: string, deadline = Infinity): Promise<number> {
   return deleteInBatches((limit) =>
     db
       .deleteFrom('mail_outbox')
@@ -67,5 +67,7 @@ export function purgeMailBefore(db: Db, before: string): Promise<number> {
           .limit(limit),
       )
       .executeTakeFirst(),
+    undefined,
+    deadline,
   );
 }

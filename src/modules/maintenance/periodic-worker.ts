@@ -26,8 +26,12 @@ export interface PeriodicJob {
   readonly name: string;
   /** From one run's start to the next's, by the app's clock. */
   readonly everyMs: number;
-  /** One run; `now` is when it started. A failure is logged and the job runs again at its next time. */
-  run(context: JobContext, now: Date): Promise<void>;
+  /**
+   * One run; `now` is when it started. A failure is logged and the job runs again at its next
+   * time. A run that stopped at its time budget with work left answers `{ more: true }`: the
+   * next run follows after a short rest instead of `everyMs`.
+   */
+  run(context: JobContext, now: Date): Promise<void | { more: boolean }>;
 }
 
 export interface PeriodicWorker {
@@ -38,6 +42,8 @@ export interface PeriodicWorker {
 
 /** How often the worker looks at the clock: a test's moved clock is seen within this. */
 const CHECK_EVERY_MS = 1000;
+/** The rest between runs of a job that has work left (a backlog): other work gets the database meanwhile. */
+const REST_MS = 1000;
 /** A run still going at stop is waited for this long at most: a database that stopped answering must not hang a shutdown. */
 const STOP_WAIT_MS = 15_000;
 
@@ -46,22 +52,27 @@ export function createPeriodicWorker(job: PeriodicJob, context: JobContext): Per
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
   let lastRun: number | null = null;
+  let moreAfter: number | null = null;
   const { pause: idle, wake } = wakeablePause();
 
   async function loop() {
     while (running) {
       const now = clock();
-      if (lastRun === null || now.getTime() - lastRun >= job.everyMs) {
+      const due = lastRun === null || now.getTime() - lastRun >= job.everyMs || (moreAfter !== null && performance.now() >= moreAfter);
+      if (due) {
         // Taken before the run: a failing run waits for its next time instead of retrying at once.
         lastRun = now.getTime();
+        moreAfter = null;
         try {
-          await job.run(context, now);
+          const result = await job.run(context, now);
+          if (result?.more) moreAfter = performance.now() + REST_MS;
         } catch (error) {
           if (running) log.error({ err: error, job: job.name }, `${job.name} failed; retrying at its next run`);
         }
       }
       if (!running) break;
-      await idle(Math.max(0, Math.min(CHECK_EVERY_MS, lastRun + job.everyMs - clock().getTime())));
+      const wait = Math.min(CHECK_EVERY_MS, lastRun! + job.everyMs - clock().getTime(), moreAfter === null ? Infinity : moreAfter - performance.now());
+      await idle(Math.max(0, wait));
     }
   }
 

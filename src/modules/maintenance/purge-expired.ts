@@ -40,23 +40,24 @@ const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
  * once-a-day dedupe needs only today's; the counters and daily counts keep every click), and
  * e-mail sent or given up more than 30 days ago. Stripe invoices that waited 24 hours for their
  * customer's referral are marked ignored, in batches (billing/stripe.service.ts).
- * Run by the worker.
+ * Run by the worker; each kind goes in batches with a turn of the event loop between them, and
+ * once `deadline` (a `performance.now()` time) has passed each kind stops after its next batch (the next pass goes on).
  */
-export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION): Promise<PurgedCounts> {
+export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION, deadline = Infinity): Promise<PurgedCounts> {
   const nowIso = now.toISOString();
   const idempotencyCutoff = new Date(now.getTime() - IDEMPOTENCY_KEPT_MS).toISOString();
   return {
-    sessions: await inBatches(db, 'sessions', 'id_hash', 'expires_at', nowIso),
-    authorizationCodes: await inBatches(db, 'authorization_codes', 'code_hash', 'expires_at', nowIso),
-    idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff),
-    attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString()),
-    clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10)),
-    mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString()),
-    portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso)),
-    passwordResets: await inBatches(db, 'password_reset_tokens', 'token_hash', 'expires_at', nowIso),
+    sessions: await inBatches(db, 'sessions', 'id_hash', 'expires_at', nowIso, deadline),
+    authorizationCodes: await inBatches(db, 'authorization_codes', 'code_hash', 'expires_at', nowIso, deadline),
+    idempotencyKeys: await inBatches(db, 'idempotency_keys', 'key', 'created_at', idempotencyCutoff, deadline),
+    attemptCounters: await inBatches(db, 'attempt_counters', 'key', 'window_started_at', new Date(now.getTime() - LONGEST_ATTEMPT_WINDOW_MS).toISOString(), deadline),
+    clicks: await purgeClicksBefore(db, new Date(now.getTime() - retention.clickRetentionDays * 86_400_000).toISOString().slice(0, 10), deadline),
+    mail: await purgeMailBefore(db, new Date(now.getTime() - MAIL_KEPT_MS).toISOString(), deadline),
+    portalLogins: (await inBatches(db, 'portal_login_tokens', 'token_hash', 'expires_at', nowIso, deadline)) + (await inBatches(db, 'portal_sessions', 'id_hash', 'expires_at', nowIso, deadline)),
+    passwordResets: await inBatches(db, 'password_reset_tokens', 'token_hash', 'expires_at', nowIso, deadline),
     waitingInvoicesExpired: (await expireWaitingInvoices(db, now)).expired,
     // Billing events go with the rest of the event history (EVENT_RETENTION_DAYS).
-    billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString()),
+    billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString(), deadline),
   };
 }
 
@@ -66,6 +67,7 @@ function inBatches(
   key: 'id_hash' | 'code_hash' | 'key' | 'token_hash',
   column: 'expires_at' | 'created_at' | 'window_started_at',
   before: string,
+  deadline: number,
 ): Promise<number> {
   // `key` alone may not be unique (idempotency keys are per program); the time bound keeps
   // the delete to expired rows either way.
@@ -75,5 +77,7 @@ function inBatches(
       .where(column, '<', before)
       .where(key, 'in', (eb) => eb.selectFrom(table).select(key).where(column, '<', before).limit(limit))
       .executeTakeFirst(),
+    undefined,
+    deadline,
   );
 }

@@ -50,12 +50,14 @@ export async function totalClicks(db: Db, programId: string): Promise<number> {
  * Deletes the click rows of UTC days before `beforeDay`, in batches (the clicks_day index).
  * Their counts stay in the affiliates', links' and daily counters.
  */
-export function purgeClicksBefore(db: Db, beforeDay: string): Promise<number> {
+export function purgeClicksBefore(db: Db, beforeDay: string, deadline = Infinity): Promise<number> {
   return deleteInBatches((limit) =>
     db
       .deleteFrom('clicks')
       .where('id', 'in', (eb) => eb.selectFrom('clicks').select('id').where('day', '<', beforeDay).limit(limit))
       .executeTakeFirst(),
+    undefined,
+    deadline,
   );
 }
 

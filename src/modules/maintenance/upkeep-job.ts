@@ -1,0 +1,23 @@
+import { reclaimFreePages, refreshPlannerStatistics } from '../../db/upkeep.ts';
+import type { PeriodicJob } from './periodic-worker.ts';
+
+/** How long one pass hands free pages back at most; a large backlog goes on in the passes that follow. */
+export const RECLAIM_PASS_MS = 5_000;
+
+/**
+ * The database's upkeep, hourly (db/upkeep.ts): the planner's statistics refreshed where the
+ * data has changed enough to need it (SQLite), and the space purges freed handed back to the
+ * file system a few hundred pages at a time (SQLite files with incremental auto-vacuum).
+ * PostgreSQL's autovacuum does both there.
+ */
+export const upkeepJob: PeriodicJob = {
+  name: 'upkeep',
+  everyMs: 60 * 60_000,
+  async run({ db, log }) {
+    await refreshPlannerStatistics(db);
+    const started = performance.now();
+    const freed = await reclaimFreePages(db, RECLAIM_PASS_MS);
+    if (freed > 0) log.debug({ freed }, 'handed free database pages back to the file system');
+    return { more: freed > 0 && performance.now() - started >= RECLAIM_PASS_MS };
+  },
+};
