@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { systemClock } from '../../src/domain/clock.ts';
+import type { ProgramContext } from '../../src/domain/program-context.ts';
+import { createAffiliate, getAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
+import { getEntryPage, getLedgerBalance } from '../../src/modules/ledger/commission.service.ts';
+import { getPortalView } from '../../src/modules/portal/portal-view.service.ts';
+import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
+import { runPayouts } from '../../src/modules/payouts/payout.service.ts';
+import { getReferralPage } from '../../src/modules/referrals/referral.service.ts';
+import { exportSalesCsv } from '../../src/modules/sales/sale-export.ts';
+import { createCoupon } from '../../src/modules/coupons/coupon.service.ts';
+import { createPromotionalCode } from '../../src/modules/coupons/promotional-code.service.ts';
+import { createSale, getSalePage } from '../../src/modules/sales/sale.service.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+
+// The plans SQLite picks for the hot reads of a grown program (issue 31). Without statistics
+// SQLite takes a program-wide index where an affiliate's is far more selective, and the portal,
+// the affiliate page and the CSV read the whole program. Tandem refreshes the statistics when it
+// opens a file (db/upkeep.ts); this file seeds a program through the services, opens the file
+// as Tandem does, then runs each hot read on a connection that records its statements and asks
+// SQLite for the plan of each. The data: one program of many affiliates, one of whom ("heavy")
+// has a tenth of the sales, beside a second program. SQLite only: PostgreSQL plans by cost from
+// autovacuum's statistics, which a test database of this size does not resemble.
+
+/** Tables that grow with a program: reading one of them whole is what a hot page must not do. */
+const GROWING = ['affiliates', 'affiliate_links', 'referrals', 'sales', 'commission_entries', 'payouts', 'promotional_codes', 'events', 'billing_events', 'clicks'];
+/** Tables read per affiliate on the affiliate's pages: each search must name the affiliate (or a row's own key). */
+const PER_AFFILIATE = ['referrals', 'sales', 'commission_entries', 'payouts', 'promotional_codes', 'affiliate_links'];
+
+/** Affiliates in the program; the sales go to the first SELLERS of them. */
+const AFFILIATES = 600;
+const SELLERS = 40;
+const SALES = 1600;
+
+let database: TestDatabase;
+let program: ProgramContext;
+let heavyId: string;
+interface Statement {
+  sql: string;
+  parameters: unknown[];
+}
+let traced: { db: Kysely<Database>; connection: SqliteDatabase.Database; statements: Statement[] };
+
+before(async () => {
+  database = await createTestDatabase('sqlite');
+  const seeding = openDatabase({ databaseUrl: database.url });
+  await migrateToLatest(seeding.db as never);
+  const db = seeding.db;
+  const owner = await createUser(db, { email: 'owner@plans.example', password: 'a long password' });
+  const other = await createProgram(db, { ownerUserId: owner.id, name: 'Other', domain: 'other.example' });
+  const { id } = await createProgram(db, { ownerUserId: owner.id, name: 'Grown', domain: 'grown.example' });
+  program = toProgramContext(await getProgram(db, id), systemClock);
+  const otherProgram = toProgramContext(await getProgram(db, other.id), systemClock);
+  const affiliates: string[] = [];
+  for (let a = 0; a < AFFILIATES; a++) affiliates.push((await createAffiliate(db, program, { firstName: 'A', lastName: `${a}`, email: `a${a}@plans.example` })).id);
+  heavyId = affiliates[0]!;
+  // Codes: one per affiliate for the first few hundred, a handful for the heavy one.
+  const coupon = await createCoupon(db, program, { name: 'Ten off', couponType: 'PERCENTAGE', percentOff: 10 }, 'http://tandem.test');
+  for (let a = 0; a < 300; a++) await createPromotionalCode(db, program, { couponId: coupon.id, code: `SAVE${a}`, affiliateEmail: `a${a}@plans.example` });
+  for (let s = 0; s < SALES; s++) {
+    // The heavy affiliate makes every tenth sale; the rest are spread over the others.
+    const affiliateId = s % 10 === 0 ? heavyId : affiliates[1 + (s % (SELLERS - 1))]!;
+    await createSale(db, program, { totalEarned: 10 + (s % 90), referralId: affiliateId, name: 'Customer', email: `c${s}@customers.example` });
+  }
+  const stranger = await createAffiliate(db, otherProgram, { firstName: 'O', lastName: 'O', email: 'o@plans.example' });
+  for (let s = 0; s < 50; s++) await createSale(db, otherProgram, { totalEarned: 20, referralId: stranger.id, name: 'Customer', email: `o${s}@customers.example` });
+  // A payout run two months on: every seller has payouts, as a program that pays monthly does.
+  await runPayouts(db, toProgramContext(await getProgram(db, id), () => new Date(Date.now() + 60 * 86_400_000)), {});
+  await seeding.close();
+  // Tandem opening the file again (a server start): the statistics are refreshed then.
+  await openDatabase({ databaseUrl: database.url }).close();
+
+  const file = database.url.slice('sqlite:'.length);
+  const statements: Statement[] = [];
+  const connection = new SqliteDatabase(file);
+  traced = { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: recording(connection, statements) }) }), connection, statements };
+});
+
+/** The connection as Kysely's driver uses it, noting each statement it runs with its parameters. */
+function recording(connection: SqliteDatabase.Database, statements: Statement[]) {
+  return {
+    close: () => connection.close(),
+    prepare(sql: string) {
+      const statement = connection.prepare(sql);
+      const noted =
+        <R>(run: (parameters: unknown[]) => R) =>
+        (parameters: unknown[]) => {
+          statements.push({ sql, parameters });
+          return run(parameters);
+        };
+      return {
+        reader: statement.reader,
+        all: noted((parameters) => statement.all(parameters)),
+        get: noted((parameters) => statement.get(parameters)),
+        run: noted((parameters) => statement.run(parameters)),
+        iterate: noted((parameters) => statement.iterate(parameters)),
+      };
+    },
+  } as unknown as SqliteDatabase.Database;
+}
+
+after(async () => {
+  await traced?.db.destroy();
+  await database?.drop();
+});
+
+/** The plan's lines of each SELECT `read` ran, with the statement. */
+async function plansOf(read: () => Promise<unknown>): Promise<{ statement: string; plan: string[] }[]> {
+  traced.statements.length = 0;
+  await read();
+  const selects = traced.statements.filter((s) => /^\s*(select|with)\b/i.test(s.sql));
+  return selects.map(({ sql, parameters }) => ({
+    statement: sql,
+    plan: (traced.connection.prepare(`explain query plan ${sql}`).all(parameters) as { detail: string }[]).map((row) => row.detail),
+  }));
+}
+
+/** Which table a plan line reads (by name or alias as the statement spells it). */
+function tableOf(line: string, statement: string): string | undefined {
+  const name = /^(?:SCAN|SEARCH) (\w+)/.exec(line)?.[1];
+  if (name === undefined) return undefined;
+  if (GROWING.includes(name)) return name;
+  const aliased = new RegExp(`"?(\\w+)"? as "?${name}"?\\b`, 'i').exec(statement);
+  return aliased?.[1];
+}
+
+function assertBounded(reads: { statement: string; plan: string[] }[], options: { perAffiliate?: boolean } = {}) {
+  assert.ok(reads.length > 0, 'the read ran statements');
+  for (const { statement, plan } of reads) {
+    const where = `\n${statement}\n${plan.join('\n')}`;
+    for (const line of plan) {
+      const table = tableOf(line, statement);
+      if (table === undefined || !GROWING.includes(table)) continue;
+      assert.ok(!line.startsWith('SCAN'), `a full scan of ${table}:${where}`);
+      if (options.perAffiliate && PER_AFFILIATE.includes(table)) {
+        assert.match(line, /affiliate_id=|\bid=|rowid=|payout_id=|sale_id=/, `${table} is searched without the affiliate:${where}`);
+      }
+    }
+    if (GROWING.some((table) => new RegExp(`\\b${table}\\b`).test(statement))) {
+      assert.ok(!plan.some((line) => line.includes('USE TEMP B-TREE FOR ORDER BY')), `sorted outside an index:${where}`);
+    }
+  }
+}
+
+test('Tandem keeps statistics: after it opens a file, sqlite_stat1 describes the grown tables', () => {
+  const tables = new Set((traced.connection.prepare('select tbl from sqlite_stat1').all() as { tbl: string }[]).map((row) => row.tbl));
+  for (const table of ['sales', 'referrals', 'commission_entries', 'affiliates']) assert.ok(tables.has(table), `no statistics for ${table}`);
+});
+
+test("the portal (me.json and home) reads only the affiliate's rows", async () => {
+  const affiliate = await getAffiliate(traced.db, program, { id: heavyId });
+  assertBounded(await plansOf(() => getPortalView(traced.db, program, affiliate)), { perAffiliate: true });
+});
+
+test("the affiliate's page reads only the affiliate's rows", async () => {
+  const recent = { limit: 10 };
+  const reads = await plansOf(() =>
+    Promise.all([
+      getReferralPage(traced.db, program, { affiliateId: heavyId }, recent),
+      getSalePage(traced.db, program, { affiliateId: heavyId }, recent),
+      getLedgerBalance(traced.db, program, heavyId),
+    ]),
+  );
+  assertBounded(reads, { perAffiliate: true });
+});
+
+test('GET /commissions?affiliateId= walks the affiliate’s entries in list order', async () => {
+  assertBounded(await plansOf(() => getEntryPage(traced.db, program, { affiliateId: heavyId }, { limit: 100 }, new Date())), { perAffiliate: true });
+});
+
+test('the sales list and its CSV walk an index in list order, never sorting the program', async () => {
+  assertBounded(await plansOf(() => getSalePage(traced.db, program, {}, { limit: 100 })));
+  assertBounded(await plansOf(() => exportSalesCsv(traced.db, program, {}, { column: 'created_at', direction: 'desc' })));
+});
