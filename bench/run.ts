@@ -43,6 +43,8 @@ const BENCH_LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info';
 //   --events       instead, event delivery on SQLite and PostgreSQL: POST /sales with the
 //                  webhook worker vs without, delivery lag, lost deliveries (bench/events.ts);
 //                  its own section of docs/performance.md (not with --quick or --db)
+//   --scale        instead, a program with a million sales beside one with a thousand: pages,
+//                  exports, month end and purge, big ÷ small (bench/scale.ts; --rows N, --db, --quick)
 
 const args = new Set(process.argv.slice(2));
 const quick = args.has('--quick');
@@ -365,5 +367,9 @@ async function measureAll(tandem: Service, baseline: Service, big: SeededProgram
   return rows;
 }
 
-// --events hands over to the event-delivery benchmark (bench/events.ts).
-process.exitCode = args.has('--events') ? await (await import('./events.ts')).runEventsBench() : await main();
+// --events hands over to the event-delivery benchmark (bench/events.ts), --scale to the scale one (bench/scale.ts).
+process.exitCode = args.has('--events')
+  ? await (await import('./events.ts')).runEventsBench()
+  : args.has('--scale')
+    ? await (await import('./scale.ts')).runScaleBench()
+    : await main();
