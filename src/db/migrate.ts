@@ -26,6 +26,7 @@ import * as billingWaitingExpiry from './migrations/2026-12-01T0100-billing-wait
 import * as heldEntries from './migrations/2026-12-02T0100-held-entries.ts';
 import * as commissionListIndexes from './migrations/2026-12-03T0100-commission-list-indexes.ts';
 import * as affiliateListIndexes from './migrations/2026-12-03T0200-affiliate-list-indexes.ts';
+import * as unpaidEntries from './migrations/2026-12-03T0300-unpaid-entries.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -56,6 +57,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-02T0100-held-entries': heldEntries,
   '2026-12-03T0100-commission-list-indexes': commissionListIndexes,
   '2026-12-03T0200-affiliate-list-indexes': affiliateListIndexes,
+  '2026-12-03T0300-unpaid-entries': unpaidEntries,
 };
 
 export class MigrationError extends Error {}

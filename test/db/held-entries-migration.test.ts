@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Kysely } from 'kysely';
 import * as heldEntries from '../../src/db/migrations/2026-12-02T0100-held-entries.ts';
+import * as unpaidEntries from '../../src/db/migrations/2026-12-03T0300-unpaid-entries.ts';
 import { toIso } from '../../src/domain/clock.ts';
 import { useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
 
@@ -18,6 +19,8 @@ describe('the held-entries migration', () => {
     const entry = (dueAt: string, createdAt: string) => ({
       program_id: program.id, affiliate_id: affiliateId, sale_id: null, kind: 'sale' as const, amount: 500, currency: 'USD', due_at: dueAt, created_at: createdAt,
     });
+    // Back to the schema before it: the later index over held_by goes first.
+    await unpaidEntries.down(db as unknown as Kysely<unknown>);
     await heldEntries.down(db as unknown as Kysely<unknown>);
     // What the previous version stored: one held entry (the far date), one in its hold.
     await (db as unknown as Kysely<any>).insertInto('commission_entries').values([entry('9999-12-31T00:00:00.000Z', '2026-11-01T10:00:00.000Z'), entry('2026-12-01T10:00:00.000Z', '2026-11-02T10:00:00.000Z')]).execute();
@@ -29,5 +32,6 @@ describe('the held-entries migration', () => {
     const back = await (db as unknown as Kysely<any>).selectFrom('commission_entries').select(['due_at']).where('program_id', '=', program.id).orderBy('id').execute();
     assert.deepEqual(back.map((r: any) => toIso(r.due_at)), ['9999-12-31T00:00:00.000Z', '2026-12-01T10:00:00.000Z']);
     await heldEntries.up(db as unknown as Kysely<unknown>);
+    await unpaidEntries.up(db as unknown as Kysely<unknown>);
   });
 });

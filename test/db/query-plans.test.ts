@@ -11,7 +11,7 @@ import { createAffiliate, getAffiliate } from '../../src/modules/affiliates/affi
 import { getEntryPage, getLedgerBalance } from '../../src/modules/ledger/commission.service.ts';
 import { getPortalView } from '../../src/modules/portal/portal-view.service.ts';
 import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
-import { runPayouts } from '../../src/modules/payouts/payout.service.ts';
+import { runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
 import { getReferralPage } from '../../src/modules/referrals/referral.service.ts';
 import { exportSalesCsv } from '../../src/modules/sales/sale-export.ts';
 import { createCoupon } from '../../src/modules/coupons/coupon.service.ts';
@@ -71,8 +71,11 @@ before(async () => {
   }
   const stranger = await createAffiliate(db, otherProgram, { firstName: 'O', lastName: 'O', email: 'o@plans.example' });
   for (let s = 0; s < 50; s++) await createSale(db, otherProgram, { totalEarned: 20, referralId: stranger.id, name: 'Customer', email: `o${s}@customers.example` });
-  // A payout run two months on: every seller has payouts, as a program that pays monthly does.
-  await runPayouts(db, toProgramContext(await getProgram(db, id), () => new Date(Date.now() + 60 * 86_400_000)), {});
+  // A payout run two months on, paid: most of the ledger is paid history, as in a program that
+  // pays monthly; the newest sales are still in their hold.
+  const later = toProgramContext(await getProgram(db, id), () => new Date(Date.now() + 60 * 86_400_000));
+  for (const payout of await runPayouts(db, later, {})) await updatePayout(db, later, { payoutId: payout.id, status: 'paid' });
+  for (let s = 0; s < 100; s++) await createSale(db, program, { totalEarned: 30, referralId: affiliates[s % SELLERS]!, name: 'Customer', email: `n${s}@customers.example` });
   await seeding.close();
   // Tandem opening the file again (a server start): the statistics are refreshed then.
   await openDatabase({ databaseUrl: database.url }).close();
@@ -178,4 +181,16 @@ test('GET /commissions?affiliateId= walks the affiliate’s entries in list orde
 test('the sales list and its CSV walk an index in list order, never sorting the program', async () => {
   assertBounded(await plansOf(() => getSalePage(traced.db, program, {}, { limit: 100 })));
   assertBounded(await plansOf(() => exportSalesCsv(traced.db, program, {}, { column: 'created_at', direction: 'desc' })));
+});
+
+test('a ledger balance (portal, affiliate page, payouts page) reads the unpaid entries only, from their covering index', async () => {
+  for (const affiliateId of [heavyId, undefined]) {
+    const reads = await plansOf(() => getLedgerBalance(traced.db, program, affiliateId));
+    const entries = reads.flatMap((read) => read.plan).filter((line) => /^(SCAN|SEARCH) commission_entries\b/.test(line));
+    assert.deepEqual(
+      entries.map((line) => line.replace(/ \(.*\)$/, '')),
+      ['SEARCH commission_entries USING COVERING INDEX commission_entries_unpaid'],
+      reads.map((read) => `${read.statement}\n${read.plan.join('\n')}`).join('\n'),
+    );
+  }
 });

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/transaction.ts';
 import { commissionTakenBack } from '../../src/domain/commission.ts';
+import { toIso } from '../../src/domain/clock.ts';
+import { ledgerBalance } from '../../src/modules/ledger/ledger.repository.ts';
 
 // Every stored counter of a program, compared with a recount from the rows it summarises:
 // what any mix of sales, edits, refunds and deletes must leave exact. Clicks are recounted
@@ -84,7 +86,7 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
  * (a failed one none); paid entries are exactly the entries of paid payouts.
  */
 export async function assertLedgerMatchesCounters(db: Db, programId: string): Promise<void> {
-  const entries = await db.selectFrom('commission_entries').select(['id', 'affiliate_id', 'sale_id', 'payout_id', 'amount', 'paid_at', 'due_at']).where('program_id', '=', programId).execute();
+  const entries = await db.selectFrom('commission_entries').select(['id', 'affiliate_id', 'sale_id', 'payout_id', 'amount', 'paid_at', 'due_at', 'held_by']).where('program_id', '=', programId).execute();
   const sumBy = (key: (e: (typeof entries)[number]) => string | null) => {
     const sums = new Map<string, { amount: number; count: number }>();
     for (const e of entries) {
@@ -129,5 +131,25 @@ export async function assertLedgerMatchesCounters(db: Db, programId: string): Pr
   for (const e of entries) {
     if (e.payout_id !== null) assert.ok(payoutIds.has(e.payout_id), `entry ${e.id} is in a payout that exists`);
     assert.equal(e.paid_at !== null, e.payout_id !== null && paidPayouts.has(e.payout_id), `entry ${e.id} is paid exactly when its payout is`);
+  }
+
+  // The balances the portal, the affiliate page and the payouts page show (read from the unpaid
+  // entries and the kept totals) equal the sums of every entry, for the program and each affiliate.
+  const now = new Date().toISOString();
+  const balanceOf = (own: typeof entries) => {
+    const sum = (keep: (e: (typeof entries)[number]) => boolean) => own.filter(keep).reduce((total, e) => total + Number(e.amount), 0);
+    const unpaid = (e: (typeof entries)[number]) => e.paid_at === null;
+    const dueNow = (e: (typeof entries)[number]) => unpaid(e) && e.held_by === null && toIso(e.due_at) <= now;
+    return {
+      pending: sum((e) => unpaid(e) && (e.held_by !== null || toIso(e.due_at) > now)),
+      held: sum((e) => unpaid(e) && e.held_by !== null),
+      due: sum(dueNow),
+      dueOutsidePayouts: sum((e) => dueNow(e) && e.payout_id === null),
+      paid: sum((e) => e.paid_at !== null),
+    };
+  };
+  assert.deepEqual(await ledgerBalance(db, programId, now), balanceOf(entries), 'the program balance equals the sums of its entries');
+  for (const a of affiliates) {
+    assert.deepEqual(await ledgerBalance(db, programId, now, a.id), balanceOf(entries.filter((e) => e.affiliate_id === a.id)), `affiliate ${a.id}: its balance equals the sums of its entries`);
   }
 }

@@ -224,22 +224,42 @@ export interface LedgerBalance {
   paid: number;
 }
 
-/** A program's ledger, or one affiliate's, in sums at `now` (minor units). */
+/**
+ * A program's ledger, or one affiliate's, in sums at `now` (minor units). Only the unpaid entries
+ * are read (commission_entries_unpaid, a partial index holding what is summed): paid entries
+ * never change, and every affiliate's entries add up to its `total_commission_earned`, so what
+ * was paid is what was earned less what is unpaid. A deleted affiliate's entries add up to 0
+ * (its sales are voided), so a program's sum over the affiliates it still has is its earned total.
+ */
 export async function ledgerBalance(db: Db | Tx, programId: string, now: string, affiliateId?: string): Promise<LedgerBalance> {
-  const due = sql`paid_at is null and held_by is null and due_at <= ${now}`;
-  let q = db
+  const due = sql`held_by is null and due_at <= ${now}`;
+  // One statement, so the earned total and the unpaid sums are of one moment (one snapshot).
+  const earned = db
+    .selectFrom('affiliates')
+    .select(sql<number | string>`coalesce(sum(total_commission_earned), 0)`.as('earned'))
+    .where('program_id', '=', programId)
+    .$if(affiliateId !== undefined, (q) => q.where('id', '=', affiliateId!));
+  const row = await db
     .selectFrom('commission_entries')
     .select([
-      sql<number | string>`coalesce(sum(case when paid_at is null and (held_by is not null or due_at > ${now}) then amount else 0 end), 0)`.as('pending'),
-      sql<number | string>`coalesce(sum(case when paid_at is null and held_by is not null then amount else 0 end), 0)`.as('held'),
+      sql<number | string>`coalesce(sum(case when held_by is not null or due_at > ${now} then amount else 0 end), 0)`.as('pending'),
+      sql<number | string>`coalesce(sum(case when held_by is not null then amount else 0 end), 0)`.as('held'),
       sql<number | string>`coalesce(sum(case when ${due} then amount else 0 end), 0)`.as('due'),
       sql<number | string>`coalesce(sum(case when ${due} and payout_id is null then amount else 0 end), 0)`.as('open'),
-      sql<number | string>`coalesce(sum(case when paid_at is not null then amount else 0 end), 0)`.as('paid'),
+      sql<number | string>`coalesce(sum(amount), 0)`.as('unpaid'),
+      earned.as('earned'),
     ])
-    .where('program_id', '=', programId);
-  if (affiliateId !== undefined) q = q.where('affiliate_id', '=', affiliateId);
-  const row = await q.executeTakeFirstOrThrow();
-  return { pending: Number(row.pending), held: Number(row.held), due: Number(row.due), dueOutsidePayouts: Number(row.open), paid: Number(row.paid) };
+    .where('program_id', '=', programId)
+    .where('paid_at', 'is', null)
+    .$if(affiliateId !== undefined, (q) => q.where('affiliate_id', '=', affiliateId!))
+    .executeTakeFirstOrThrow();
+  return {
+    pending: Number(row.pending),
+    held: Number(row.held),
+    due: Number(row.due),
+    dueOutsidePayouts: Number(row.open),
+    paid: Number(row.earned) - Number(row.unpaid),
+  };
 }
 
 /**
