@@ -27,6 +27,7 @@ import * as heldEntries from './migrations/2026-12-02T0100-held-entries.ts';
 import * as commissionListIndexes from './migrations/2026-12-03T0100-commission-list-indexes.ts';
 import * as affiliateListIndexes from './migrations/2026-12-03T0200-affiliate-list-indexes.ts';
 import * as unpaidEntries from './migrations/2026-12-03T0300-unpaid-entries.ts';
+import * as saleDays from './migrations/2026-12-03T0400-sale-days.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -58,6 +59,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0100-commission-list-indexes': commissionListIndexes,
   '2026-12-03T0200-affiliate-list-indexes': affiliateListIndexes,
   '2026-12-03T0300-unpaid-entries': unpaidEntries,
+  '2026-12-03T0400-sale-days': saleDays,
 };
 
 export class MigrationError extends Error {}

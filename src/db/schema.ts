@@ -359,6 +359,24 @@ export interface PromotionalCodesTable {
 }
 
 /** The outbox: one row per event, written in the transaction of the change it reports. */
+/**
+ * A program's sales of one UTC day credited to affiliates of one shard (the first hex digit of
+ * the affiliate's id): kept by every write that changes what sales add up to, in its transaction
+ * (ledger/counters.ts), so totals and charts sum days, not sales.
+ */
+export interface SaleDaysTable {
+  program_id: string;
+  /** YYYY-MM-DD, the sale's own UTC day. */
+  day: string;
+  shard: string;
+  sales: Counter;
+  /** Minor units: the sales' totalEarned, and what refunds took back of it (revenue is their difference). */
+  amount: Counter;
+  refunded: Counter;
+  /** Minor units, net of refunds. */
+  commission: Counter;
+}
+
 export interface EventsTable {
   id: string;
   program_id: string;
@@ -540,6 +558,7 @@ export interface Database {
   sales: SalesTable;
   sale_refunds: SaleRefundsTable;
   commission_entries: CommissionEntriesTable;
+  sale_days: SaleDaysTable;
   payouts: PayoutsTable;
   mail_outbox: MailOutboxTable;
   portal_login_tokens: PortalLoginTokensTable;

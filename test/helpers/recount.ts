@@ -77,6 +77,27 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
     assert.ok((s.refunded as number) <= (s.total as number), `sale ${s.id} refunded no more than it earned`);
     assert.ok((s.refunded_commission as number) <= (s.commission as number), `sale ${s.id} took back no more commission than it paid`);
   }
+
+  // The program's sale_days: per UTC day of the sale and shard (the first hex digit of the
+  // affiliate's id), the count, amounts, refunds and net commission of its sales.
+  const recounted = new Map<string, { sales: number; amount: number; refunded: number; commission: number }>();
+  const saleRows = await db.selectFrom('sales').select(['affiliate_id', 'created_at', 'total_earned', 'refunded_amount', 'commission', 'refunded_commission']).where('program_id', '=', programId).execute();
+  for (const s of saleRows) {
+    const key = `${toIso(s.created_at).slice(0, 10)} ${s.affiliate_id.slice(0, 1)}`;
+    const day = recounted.get(key) ?? { sales: 0, amount: 0, refunded: 0, commission: 0 };
+    day.sales += 1;
+    day.amount += Number(s.total_earned);
+    day.refunded += Number(s.refunded_amount);
+    day.commission += Number(s.commission) - Number(s.refunded_commission);
+    recounted.set(key, day);
+  }
+  const kept = await db.selectFrom('sale_days').select(['day', 'shard', 'sales', 'amount', 'refunded', 'commission']).where('program_id', '=', programId).execute();
+  const keptByKey = new Map(
+    kept
+      .map((row) => [`${row.day} ${row.shard}`, { sales: Number(row.sales), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) }] as const)
+      .filter(([, row]) => row.sales !== 0 || row.amount !== 0 || row.refunded !== 0 || row.commission !== 0),
+  );
+  assert.deepEqual(Object.fromEntries([...keptByKey].sort()), Object.fromEntries([...recounted].sort()), 'sale_days equal the sales recounted by day and shard');
 }
 
 /**

@@ -87,9 +87,22 @@ export async function countFilteredAffiliates(db: Db, programId: string, filter:
   return Number(row.n);
 }
 
-export async function countAffiliates(db: Db, programId: string): Promise<number> {
-  const { n } = await db.selectFrom('affiliates').select((eb) => eb.fn.countAll().as('n')).where('program_id', '=', programId).executeTakeFirstOrThrow();
-  return Number(n);
+/**
+ * A program's affiliates and what their kept counters add up to: every referred customer is
+ * counted on the affiliate it credits (a deleted affiliate's customers go with it), every click
+ * on the affiliate whose link it was.
+ */
+export async function sumAffiliateCounters(db: Db, programId: string): Promise<{ affiliates: number; referrals: number; clicks: number }> {
+  const row = await db
+    .selectFrom('affiliates')
+    .select((eb) => [
+      eb.fn.countAll().as('affiliates'),
+      sql<number | string>`coalesce(sum(number_of_referred_users), 0)`.as('referrals'),
+      sql<number | string>`coalesce(sum(number_of_clicks), 0)`.as('clicks'),
+    ])
+    .where('program_id', '=', programId)
+    .executeTakeFirstOrThrow();
+  return { affiliates: Number(row.affiliates), referrals: Number(row.referrals), clicks: Number(row.clicks) };
 }
 
 /**

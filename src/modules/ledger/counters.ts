@@ -3,17 +3,20 @@ import { invalidField } from '../../domain/errors.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 import type { SalesTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
-import { addToAffiliateCounters, addToLinkCounters, deleteSalesOf, type SaleCredit, type SalesOf, type VoidedSale } from './ledger.repository.ts';
+import { addToAffiliateCounters, addToLinkCounters, addToSaleDays, deleteSalesOf, saleDayOf, saleShardOf, type SaleCredit, type SalesOf, type VoidedSale } from './ledger.repository.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { appendChangeEntries } from './entries.ts';
 
 type SaleRow = Selectable<SalesTable>;
 
 /** What a sale adds to the counters of the affiliate and link it credits: net of its refunds. */
-export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'total_earned' | 'refunded_amount' | 'commission' | 'refunded_commission'>): SaleCredit {
+export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'created_at' | 'total_earned' | 'refunded_amount' | 'commission' | 'refunded_commission'>): SaleCredit {
   return {
     affiliate_id: row.affiliate_id,
     link_id: row.link_id,
+    day: saleDayOf(row.created_at),
+    amount: Number(row.total_earned),
+    refunded: Number(row.refunded_amount),
     revenue: Number(row.total_earned) - Number(row.refunded_amount),
     commission: Number(row.commission) - Number(row.refunded_commission),
   };
@@ -21,11 +24,12 @@ export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'total_
 
 /**
  * Adds sales to (sign 1) or takes them from (sign -1) the counters of what they credit: the
- * affiliate's totalCommissionEarned, the link's sales and totalRevenue. The one place sale
- * counters change, so every path (sale, edit, refund, void, cascade) keeps them equal to a
- * recount of the rows.
+ * affiliate's totalCommissionEarned, the link's sales and totalRevenue, and the program's
+ * sale_days. The one place sale counters change after a sale is written, so every path (edit,
+ * refund, void, cascade) keeps them equal to a recount of the rows. The sale_days rows come
+ * last (see addToSaleDays).
  */
-export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true, pointer = '#/totalEarned'): Promise<void> {
+export async function countSales(tx: Tx, programId: string, credits: SaleCredit[], sign: 1 | -1, countsAsSale = true, pointer = '#/totalEarned'): Promise<void> {
   // In one order (by affiliate), so two cascades over the same affiliates lock them alike.
   const ordered = credits.length > 1 ? [...credits].sort((a, b) => (a.affiliate_id < b.affiliate_id ? -1 : a.affiliate_id > b.affiliate_id ? 1 : 0)) : credits;
   for (const credit of ordered) {
@@ -38,6 +42,18 @@ export async function countSales(tx: Tx, credits: SaleCredit[], sign: 1 | -1, co
       }
     }
   }
+  await addToSaleDays(
+    tx,
+    programId,
+    credits.map((credit) => ({
+      day: credit.day,
+      shard: saleShardOf(credit.affiliate_id),
+      sales: countsAsSale ? sign : 0,
+      amount: sign * credit.amount,
+      refunded: sign * credit.refunded,
+      commission: sign * credit.commission,
+    })),
+  );
 }
 
 /**
@@ -51,7 +67,8 @@ export function counterLimit(pointer: string, total: string) {
 /** The counters' share of an edit or refund: the sale stays, what it adds changes. */
 export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow, pointer?: string): Promise<void> {
   const [was, is] = [creditOf(before), creditOf(after)];
-  return countSales(tx, [{ ...is, revenue: is.revenue - was.revenue, commission: is.commission - was.commission }], 1, false, pointer);
+  const difference = { ...is, amount: is.amount - was.amount, refunded: is.refunded - was.refunded, revenue: is.revenue - was.revenue, commission: is.commission - was.commission };
+  return countSales(tx, after.program_id, [difference], 1, false, pointer);
 }
 
 /** A referred customer counted on (sign 1) or taken from (sign -1) the affiliate and the link that brought them. */
@@ -68,7 +85,7 @@ export async function countCustomer(tx: Tx, credited: { affiliateId: string; lin
  */
 export async function voidSalesOf(tx: Tx, program: ProgramContext, of: SalesOf, now: string): Promise<VoidedSale[]> {
   const voided = await deleteSalesOf(tx, program.id, of);
-  await countSales(tx, voided, -1);
+  await countSales(tx, program.id, voided, -1);
   await appendChangeEntries(tx, program, 'void', voided.map((sale) => ({ saleId: sale.sale_id, affiliateId: sale.affiliate_id, amount: -sale.commission })), now);
   return voided;
 }

@@ -89,13 +89,111 @@ export async function addClickToCounters(tx: Tx, click: Pick<ClicksTable, 'progr
     .execute();
 }
 
-/** A sale's place in the counters: the affiliate and link it credits, and what it adds to them. */
+/** A sale's place in the counters: the affiliate and link it credits, its day (sale_days), and what it adds to them. */
 export interface SaleCredit {
   affiliate_id: string;
   link_id: string | null;
-  /** Minor units, net of refunds. */
+  /** The sale's UTC day, YYYY-MM-DD (saleDayOf). */
+  day: string;
+  /** Minor units: its totalEarned, what refunds took back of it, and their difference. */
+  amount: number;
+  refunded: number;
   revenue: number;
+  /** Minor units, net of refunds. */
   commission: number;
+}
+
+// sale_days (migration 2026-12-03T0400): a program's sales by UTC day and shard, kept with the
+// counters so that totals and charts sum days, not sales.
+
+/** The UTC day a sale counts on: the day of its `created_at`. */
+export const saleDayOf = (createdAt: string | Date): string => toIso(createdAt).slice(0, 10);
+
+/** The sale_days shard of a sale: the first hex digit of its affiliate's id (see the migration). */
+export const saleShardOf = (affiliateId: string): string => affiliateId.slice(0, 1).toLowerCase();
+
+/** What changes on one row of sale_days. */
+export interface SaleDayChange {
+  day: string;
+  shard: string;
+  sales: number;
+  amount: number;
+  refunded: number;
+  commission: number;
+}
+
+const SALE_DAY_UPSERT = sql`on conflict (program_id, day, shard) do update set sales = sale_days.sales + excluded.sales, amount = sale_days.amount + excluded.amount, refunded = sale_days.refunded + excluded.refunded, commission = sale_days.commission + excluded.commission`;
+
+/**
+ * PostgreSQL: a new sale's upsert of its sale_days row as a sub-statement of a one-statement
+ * write, run after the CTEs `after` (the row is the last a sale locks: see lockOrderAfter). Each
+ * parameter cast, as in an INSERT … SELECT list they carry no column type.
+ */
+export function saleDayInsertAfter(after: readonly string[], change: { programId: unknown; day: unknown; shard: unknown; amount: unknown; commission: unknown }): RawBuilder<unknown> {
+  return sql`insert into sale_days (program_id, day, shard, sales, amount, refunded, commission)
+    select cast(${change.programId} as uuid), cast(${change.day} as text), cast(${change.shard} as text), 1, cast(${change.amount} as bigint), 0, cast(${change.commission} as bigint)
+    where ${sql.join(after.map(lockOrderAfter), sql` and `)}
+    ${SALE_DAY_UPSERT}`;
+}
+
+const saleDayQuery = compiledQuery<{ programId: string } & SaleDayChange, never>((_db, param) =>
+  sql`insert into sale_days (program_id, day, shard, sales, amount, refunded, commission)
+    values (${param('programId')}, ${param('day')}, ${param('shard')}, ${param('sales')}, ${param('amount')}, ${param('refunded')}, ${param('commission')})
+    ${SALE_DAY_UPSERT}`.$castTo<never>(),
+);
+
+/**
+ * Moves the program's sale_days rows by `changes`, merged per row and in one order (day, then
+ * shard): the rows are the last a transaction locks, and two transactions that move several
+ * (cascades) take them alike, so they never wait for each other in a circle.
+ */
+export async function addToSaleDays(tx: Tx, programId: string, changes: readonly SaleDayChange[]): Promise<void> {
+  const merged = new Map<string, SaleDayChange>();
+  for (const change of changes) {
+    const key = `${change.day} ${change.shard}`;
+    const row = merged.get(key);
+    if (row) {
+      row.sales += change.sales;
+      row.amount += change.amount;
+      row.refunded += change.refunded;
+      row.commission += change.commission;
+    } else {
+      merged.set(key, { ...change });
+    }
+  }
+  for (const key of [...merged.keys()].sort()) {
+    const row = merged.get(key)!;
+    if (row.sales !== 0 || row.amount !== 0 || row.refunded !== 0 || row.commission !== 0) await saleDayQuery.run(tx, { programId, ...row });
+  }
+}
+
+/** A program's sales since `sinceDay` (YYYY-MM-DD) by day, net of refunds (minor units); days without sales are absent. */
+export async function sumSaleDays(db: Db, programId: string, sinceDay: string): Promise<{ day: string; count: number; revenue: number; commission: number }[]> {
+  const rows = await db
+    .selectFrom('sale_days')
+    .select(['day', sql<number | string>`sum(sales)`.as('count'), sql<number | string>`sum(amount - refunded)`.as('revenue'), sql<number | string>`sum(commission)`.as('commission')])
+    .where('program_id', '=', programId)
+    .where('day', '>=', sinceDay)
+    .groupBy('day')
+    .having(sql<number>`sum(sales)`, '<>', 0)
+    .orderBy('day')
+    .execute();
+  return rows.map((r) => ({ day: r.day, count: Number(r.count), revenue: Number(r.revenue), commission: Number(r.commission) }));
+}
+
+/** A program's sales of all time (minor units; commission net of refunds): the sum of its sale_days. */
+export async function sumAllSaleDays(db: Db, programId: string): Promise<{ count: number; amount: number; refunded: number; commission: number }> {
+  const row = await db
+    .selectFrom('sale_days')
+    .select([
+      sql<number | string>`coalesce(sum(sales), 0)`.as('count'),
+      sql<number | string>`coalesce(sum(amount), 0)`.as('amount'),
+      sql<number | string>`coalesce(sum(refunded), 0)`.as('refunded'),
+      sql<number | string>`coalesce(sum(commission), 0)`.as('commission'),
+    ])
+    .where('program_id', '=', programId)
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
 }
 
 /**
@@ -120,9 +218,18 @@ export async function deleteSalesOf(tx: Tx, programId: string, of: SalesOf): Pro
     q = q.where('affiliate_id', '<>', affiliateId).where('referral_id', 'in', (eb) => eb.selectFrom('referrals as r').select('r.id').where('r.affiliate_id', '=', affiliateId));
   }
   const rows = await q
-    .returning(['id', 'affiliate_id', 'link_id', sql<number | string>`total_earned - refunded_amount`.as('revenue'), sql<number | string>`commission - refunded_commission`.as('commission')])
+    .returning(['id', 'affiliate_id', 'link_id', 'created_at', 'total_earned', 'refunded_amount', sql<number | string>`commission - refunded_commission`.as('commission')])
     .execute();
-  return rows.map((r) => ({ sale_id: Number(r.id), affiliate_id: r.affiliate_id, link_id: r.link_id, revenue: Number(r.revenue), commission: Number(r.commission) }));
+  return rows.map((r) => ({
+    sale_id: Number(r.id),
+    affiliate_id: r.affiliate_id,
+    link_id: r.link_id,
+    day: saleDayOf(r.created_at),
+    amount: Number(r.total_earned),
+    refunded: Number(r.refunded_amount),
+    revenue: Number(r.total_earned) - Number(r.refunded_amount),
+    commission: Number(r.commission),
+  }));
 }
 
 export async function countSalesOf(db: Db | Tx, programId: string, of: { referralId: string } | { affiliateId: string }): Promise<number> {

@@ -5,14 +5,14 @@ import type { PeriodicJob } from './periodic-worker.ts';
 export const RECLAIM_PASS_MS = 5_000;
 
 /**
- * The database's upkeep, hourly (db/upkeep.ts): the planner's statistics refreshed where the
+ * The database's upkeep, every 10 minutes (db/upkeep.ts): the planner's statistics refreshed where the
  * data has changed enough to need it (SQLite), and the space purges freed handed back to the
  * file system a few hundred pages at a time (SQLite files with incremental auto-vacuum).
  * PostgreSQL's autovacuum does both there.
  */
 export const upkeepJob: PeriodicJob = {
   name: 'upkeep',
-  everyMs: 60 * 60_000,
+  everyMs: 10 * 60_000,
   async run({ db, log }) {
     await refreshPlannerStatistics(db);
     const started = performance.now();

@@ -2,7 +2,18 @@ import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import { toIso } from '../../domain/clock.ts';
 import { eventInsertFrom, recordEventJson } from '../events/outbox.ts';
-import { addToAffiliateCounters, addToLinkCounters, affiliateCountersUpdate, insertEntries, linkCountersUpdate, saleEntryInsertFrom } from '../ledger/ledger.repository.ts';
+import {
+  addToAffiliateCounters,
+  addToLinkCounters,
+  addToSaleDays,
+  affiliateCountersUpdate,
+  insertEntries,
+  linkCountersUpdate,
+  saleDayInsertAfter,
+  saleDayOf,
+  saleEntryInsertFrom,
+  saleShardOf,
+} from '../ledger/ledger.repository.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -116,7 +127,7 @@ const SALE_COLUMNS = [
   'created_at', 'updated_at',
 ] as const;
 type NewSaleRow = { [K in (typeof SALE_COLUMNS)[number]]: SaleRow[K] };
-type NewSaleParams = NewSaleRow & NewSaleWrites;
+type NewSaleParams = NewSaleRow & NewSaleWrites & { day: string; shard: string };
 
 /**
  * Which counters a new sale moves (ledger rules, as countSales applies them): the affiliate's
@@ -160,9 +171,12 @@ const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affilia
     data: sql`'{"id":' || s.id || ',' || cast(${param('eventDataAfterId')} as text)`,
     createdAt: param('created_at'),
   });
+  // The program's sale_days row last of all (after the affiliate's and the link's rows).
+  const saleDay = saleDayInsertAfter(['a', 'l'], { programId: param('program_id'), day: param('day'), shard: param('shard'), amount: param('total_earned'), commission: param('commission') });
   return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${sql.join(SALE_COLUMNS.map((column) => param(column)))}) returning id),
     a as (${affiliateUpdate}),
     l as (${linkUpdate}),
+    d as (${saleDay}),
     e as (${entry}),
     v as (${event})
     select s.id, (select count(*) from a) as affiliate_rows, (select count(*) from l) as link_rows from s`;
@@ -178,7 +192,7 @@ export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: N
   const shape = newSaleShape(row);
   const [affiliate, link] = shape.split(' ');
   if (dialectOf(tx) === 'postgres') {
-    const result = (await newSaleQuery.first(tx, { ...row, ...writes }, shape))!;
+    const result = (await newSaleQuery.first(tx, { ...row, ...writes, day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id) }, shape))!;
     return { id: Number(result.id), affiliateMoved: affiliate === 'no-affiliate' || Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
   }
   const id = await insertSale(tx, row);
@@ -186,6 +200,7 @@ export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: N
   const affiliateMoved = affiliate === 'no-affiliate' || (await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 0, commission }));
   const linkMoved = link === 'no-link' || (await addToLinkCounters(tx, row.link_id!, { referrals: 0, sales: 1, revenue: Number(row.total_earned) }));
   if (!affiliateMoved || !linkMoved) return { id, affiliateMoved, linkMoved };
+  await addToSaleDays(tx, row.program_id, [{ day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id), sales: 1, amount: Number(row.total_earned), refunded: 0, commission }]);
   await insertEntries(tx, [
     { program_id: row.program_id, affiliate_id: row.affiliate_id, sale_id: id, kind: 'sale', amount: commission, currency: writes.currency, due_at: writes.dueAt, created_at: row.created_at },
   ]);
@@ -233,45 +248,3 @@ export async function customerHasSale(tx: Tx, referralId: string): Promise<boole
   return row !== undefined;
 }
 
-export interface SaleTotals {
-  count: number;
-  /** Minor units. */
-  revenue: number;
-  commission: number;
-}
-
-/** Count and sums (net of refunds) of a program's sales, by the database (over the (program_id, …) index). */
-export async function sumSales(db: Db, programId: string): Promise<SaleTotals> {
-  const row = await db
-    .selectFrom('sales')
-    .select((eb) => [
-      eb.fn.countAll().as('count'),
-      sql<number | string>`coalesce(sum(total_earned - refunded_amount), 0)`.as('revenue'),
-      sql<number | string>`coalesce(sum(commission - refunded_commission), 0)`.as('commission'),
-    ])
-    .where('program_id', '=', programId)
-    .executeTakeFirstOrThrow();
-  return { count: Number(row.count), revenue: Number(row.revenue), commission: Number(row.commission) };
-}
-
-export interface DailySales extends SaleTotals {
-  /** The UTC day, YYYY-MM-DD. */
-  day: string;
-}
-
-/** Sales per UTC day since an instant, summed (net of refunds) by the database; days without sales are absent. */
-export async function sumSalesByDay(db: Db, programId: string, since: string): Promise<DailySales[]> {
-  // Timestamps are ISO text on SQLite and timestamptz on PostgreSQL.
-  const day = dialectOf(db) === 'postgres'
-    ? sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`
-    : sql<string>`substr(created_at, 1, 10)`;
-  const rows = await db
-    .selectFrom('sales')
-    .select((eb) => [day.as('day'), eb.fn.countAll().as('count'), sql<number | string>`sum(total_earned - refunded_amount)`.as('revenue'), sql<number | string>`sum(commission - refunded_commission)`.as('commission')])
-    .where('program_id', '=', programId)
-    .where('created_at', '>=', since)
-    .groupBy(day)
-    .orderBy(day)
-    .execute();
-  return rows.map((r) => ({ day: r.day, count: Number(r.count), revenue: Number(r.revenue), commission: Number(r.commission) }));
-}

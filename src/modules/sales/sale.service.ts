@@ -33,6 +33,7 @@ import {
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
 import { counterLimit, countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
+import { sumAllSaleDays } from '../ledger/ledger.repository.ts';
 import { appendChangeEntries, saleEntryDueAt } from '../ledger/entries.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
@@ -256,9 +257,13 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
   return mapPage(pageOf(await listSales(db, program.id, filter, page), page), (row) => serializeSale(row, program));
 }
 
-/** What the sales a filter matches add up to (the dashboard's totals line), in minor units. */
+/**
+ * What the sales a filter matches add up to (the dashboard's totals line), in minor units. With
+ * no filter, the program's kept sale_days (a few rows a day) rather than every sale.
+ */
 export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals> {
-  return sumFilteredSales(db, program.id, filter);
+  const filtered = Object.entries(filter).some(([field, value]) => value !== undefined && !(field === 'search' && String(value).trim() === ''));
+  return filtered ? sumFilteredSales(db, program.id, filter) : sumAllSaleDays(db, program.id);
 }
 
 /** A sale as its dashboard page shows it: the API's Sale, and how its commission came about (amounts in major units). */
@@ -359,7 +364,7 @@ export async function voidSale(db: Db, program: ProgramContext, id: number): Pro
     const row = await lockedSale(tx, program, { id });
     const now = program.clock().toISOString();
     await deleteSaleRow(tx, program.id, id);
-    await countSales(tx, [creditOf(row)], -1);
+    await countSales(tx, program.id, [creditOf(row)], -1);
     await appendChangeEntries(tx, program, 'void', [{ saleId: id, affiliateId: row.affiliate_id, amount: -netCommission(row) }], now);
     const sale = serializeSale(row, program);
     await recordEvent(tx, program.id, 'sale.deleted', sale, now);
