@@ -49,8 +49,8 @@ export const IMPORT_EXCEPTIONS = [
   // transaction, and the owner has no service function for it.
   {
     from: 'src/modules/reports/overview.service.ts',
-    to: ['src/modules/affiliates/affiliate.repository.ts', 'src/modules/ledger/ledger.repository.ts', 'src/modules/tracking/click.repository.ts'],
-    reason: "reports/ is a read model: the overview's figures are sums of what is kept (the affiliates' counters, the program's sale_days, the click days)",
+    to: ['src/modules/ledger/ledger.repository.ts', 'src/modules/tracking/click.repository.ts'],
+    reason: "reports/ is a read model: the overview's figures are sums of what is kept (the program's sale_days, the click days)",
   },
   {
     from: 'src/modules/maintenance/purge-expired.ts',

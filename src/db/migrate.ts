@@ -28,6 +28,7 @@ import * as commissionListIndexes from './migrations/2026-12-03T0100-commission-
 import * as affiliateListIndexes from './migrations/2026-12-03T0200-affiliate-list-indexes.ts';
 import * as unpaidEntries from './migrations/2026-12-03T0300-unpaid-entries.ts';
 import * as saleDays from './migrations/2026-12-03T0400-sale-days.ts';
+import * as saleSortIndexes from './migrations/2026-12-03T0500-sale-sort-indexes.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -60,6 +61,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0200-affiliate-list-indexes': affiliateListIndexes,
   '2026-12-03T0300-unpaid-entries': unpaidEntries,
   '2026-12-03T0400-sale-days': saleDays,
+  '2026-12-03T0500-sale-sort-indexes': saleSortIndexes,
 };
 
 export class MigrationError extends Error {}

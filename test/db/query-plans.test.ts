@@ -183,6 +183,16 @@ test('the sales list and its CSV walk an index in list order, never sorting the 
   assertBounded(await plansOf(() => exportSalesCsv(traced.db, program, {}, { column: 'created_at', direction: 'desc' })));
 });
 
+test('the sales list sorted by amount or commission walks an index in that order, first page and next', async () => {
+  for (const column of ['total_earned', 'commission'] as const) {
+    for (const direction of ['desc', 'asc'] as const) {
+      const order = { column, direction };
+      assertBounded(await plansOf(() => getSalePage(traced.db, program, {}, { limit: 50, order })));
+      assertBounded(await plansOf(() => getSalePage(traced.db, program, {}, { limit: 50, order, after: { createdAt: new Date().toISOString(), id: 100, value: 5000 } })));
+    }
+  }
+});
+
 test('a ledger balance (portal, affiliate page, payouts page) reads the unpaid entries only, from their covering index', async () => {
   for (const affiliateId of [heavyId, undefined]) {
     const reads = await plansOf(() => getLedgerBalance(traced.db, program, affiliateId));

@@ -32,6 +32,7 @@ import {
   type AffiliateListFilter,
   updateAffiliateRow,
   type AffiliateRow,
+  sumAffiliateCounters,
 } from './affiliate.repository.ts';
 import { UpdateAffiliateBody, type Affiliate, type CreateAffiliateBody } from './affiliate.schema.ts';
 
@@ -147,6 +148,11 @@ export type PendingSignUp = Pick<Affiliate, 'id' | 'firstName' | 'lastName' | 'e
 export async function getApprovalQueue(db: Db, program: ProgramContext, limit: number): Promise<{ signUps: PendingSignUp[]; count: number }> {
   const { rows, count } = await pendingAffiliates(db, program.id, limit);
   return { signUps: rows.map((row) => ({ id: row.id, firstName: row.first_name, lastName: row.last_name, email: row.email, createdAt: toIso(row.created_at) })), count };
+}
+
+/** A program's affiliates, and the referred customers and clicks their kept counters add up to. */
+export function getAffiliateCounterTotals(db: Db, program: ProgramContext): Promise<{ affiliates: number; referrals: number; clicks: number }> {
+  return sumAffiliateCounters(db, program.id);
 }
 
 /** How many affiliates the dashboard's filter matches. */

@@ -9,7 +9,7 @@ import type { ProgramContext } from '../../domain/program-context.ts';
 import { normaliseEmail } from '../../domain/email.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { findRedeemableCode, redeemPromoCode } from '../coupons/promo-code-redemption.ts';
-import { announceTotalsChangedByCascade } from '../affiliates/affiliate.service.ts';
+import { announceTotalsChangedByCascade, getAffiliateCounterTotals } from '../affiliates/affiliate.service.ts';
 import { resolveAffiliateEmailFilter } from '../affiliates/affiliate-lookup.ts';
 import { countSalesOf } from '../ledger/ledger.repository.ts';
 import { countCustomer, voidSalesOf } from '../ledger/counters.ts';
@@ -188,9 +188,14 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
   return mapPage(pageOf(await listReferrals(db, program.id, filter, page), page), (row) => ({ ...serializeReferral(row), createdAt: toIso(row.created_at) }));
 }
 
-/** How many referrals the dashboard's filter matches. */
-export function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
-  return countReferrals(db, program.id, filter);
+/**
+ * How many referrals the dashboard's filter matches. With no filter, the sum of the affiliates'
+ * kept counters (every referral is counted on the affiliate it credits) rather than a count of
+ * every referral.
+ */
+export async function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
+  const filtered = Object.entries(filter).some(([field, value]) => value !== undefined && !(field === 'search' && String(value).trim() === ''));
+  return filtered ? countReferrals(db, program.id, filter) : (await getAffiliateCounterTotals(db, program)).referrals;
 }
 
 /**

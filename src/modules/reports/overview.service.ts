@@ -1,5 +1,5 @@
 import type { Db } from '../../db/transaction.ts';
-import { sumAffiliateCounters } from '../affiliates/affiliate.repository.ts';
+import { getAffiliateCounterTotals } from '../affiliates/affiliate.service.ts';
 import { sumAllSaleDays, sumSaleDays } from '../ledger/ledger.repository.ts';
 import { countClicksByDay } from '../tracking/click.repository.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
@@ -26,7 +26,7 @@ export interface ProgramTotals {
 }
 
 export async function getProgramTotals(db: Db, program: ProgramContext): Promise<ProgramTotals> {
-  const [counters, sales] = await Promise.all([sumAffiliateCounters(db, program.id), sumAllSaleDays(db, program.id)]);
+  const [counters, sales] = await Promise.all([getAffiliateCounterTotals(db, program), sumAllSaleDays(db, program.id)]);
   return { ...counters, sales: { count: sales.count, revenue: sales.amount - sales.refunded, commission: sales.commission } };
 }
 
