@@ -22,7 +22,9 @@ import { createProgramsWithKeys, type SeedProgram } from './seed.ts';
 //     the order of their time across both programs (as the purge walks them), ~92 % older
 //     than the default 30-day retention;
 //   billing events: one Stripe invoice.paid (recorded) per sale;
-//   coupons S/1000, each with 50 promotional codes.
+//   coupons S/1000, each with 50 promotional codes;
+//   the kept aggregates of these rows where the schema has them (sale_days: the sales per UTC
+//   day and shard, as its migration backfills them).
 // Rows are generated as they are inserted (per-affiliate arrays only): memory stays bounded.
 
 /** The owner seed.ts createProgramsWithKeys makes (its password logs the bench in to the dashboard). */
@@ -120,7 +122,8 @@ type Table =
   | 'sale_refunds'
   | 'commission_entries'
   | 'billing_events'
-  | 'events';
+  | 'events'
+  | 'sale_days';
 
 /** Each table's columns, in the order a row's values are generated. */
 const COLUMNS: Record<Table, readonly string[]> = {
@@ -155,6 +158,7 @@ const COLUMNS: Record<Table, readonly string[]> = {
   commission_entries: ['id', 'program_id', 'affiliate_id', 'sale_id', 'payout_id', 'kind', 'amount', 'currency', 'due_at', 'held_by', 'paid_at', 'created_at'],
   billing_events: ['program_id', 'id', 'provider', 'type', 'created_at', 'outcome', 'reason', 'referral_id', 'sale_id', 'waiting', 'customer_id'],
   events: ['id', 'program_id', 'type', 'data', 'created_at', 'sequence'],
+  sale_days: ['program_id', 'day', 'shard', 'sales', 'amount', 'refunded', 'commission'],
 };
 
 /** Tables the seed fills, or leaves empty on purpose; any other table in the database is reported (a new one may need rows). */
@@ -198,6 +202,8 @@ interface Plan {
   payoutEntries: Uint32Array;
   minimumPayout: number;
   owed: number;
+  /** sale_days' rows (when the schema keeps them): per `day|shard`, sales, amount, refunded, net commission. */
+  saleDays: Map<string, [number, number, number, number]> | null;
 }
 
 /** Customer (and sale) i's affiliate: every 100th is the heavy one (0), the rest go round the others. */
@@ -241,7 +247,16 @@ function payoutTimes(plan: Plan, period: number): { madeAt: number; paidAt: numb
   return { madeAt, paidAt: madeAt + DAY_MS };
 }
 
-function makePlan(program: SeedProgram, settings: { currency: string; holdDays: number }, name: string, tag: string, salt: number, sales: number, saleIdBase: number, now: number): Plan {
+function makePlan(
+  program: SeedProgram,
+  settings: { currency: string; holdDays: number; keepsSaleDays: boolean },
+  name: string,
+  tag: string,
+  salt: number,
+  sales: number,
+  saleIdBase: number,
+  now: number,
+): Plan {
   const affiliates = Math.max(2, Math.floor(sales / 10));
   const start = now - YEAR_MS;
   const firstDue = endOfHold(new Date(start), settings.holdDays).getTime();
@@ -273,6 +288,7 @@ function makePlan(program: SeedProgram, settings: { currency: string; holdDays: 
     payoutEntries: new Uint32Array(affiliates * PAID_PERIODS),
     minimumPayout: 0,
     owed: 0,
+    saleDays: settings.keepsSaleDays ? new Map() : null,
   };
   // Every counter and sum, before any row is written (affiliates and payouts come first).
   for (let i = 0; i < sales; i++) {
@@ -283,6 +299,16 @@ function makePlan(program: SeedProgram, settings: { currency: string; holdDays: 
     plan.salesOf[a]!++;
     plan.revenue[a]! += f.total - f.refunded;
     plan.commission[a]! += net;
+    if (plan.saleDays) {
+      // The day of the sale and the shard of its affiliate (the first hex digit of its id).
+      const key = `${iso(f.at).slice(0, 10)}|${plan.affiliateIds[a]![0]}`;
+      const day = plan.saleDays.get(key) ?? [0, 0, 0, 0];
+      day[0] += 1;
+      day[1] += f.total;
+      day[2] += f.refunded;
+      day[3] += net;
+      plan.saleDays.set(key, day);
+    }
     if (f.period >= 0) {
       plan.payoutAmount[a * PAID_PERIODS + f.period]! += net;
       plan.payoutEntries[a * PAID_PERIODS + f.period]! += f.refunded ? 2 : 1;
@@ -379,6 +405,10 @@ function* programRows(plan: Plan): Generator<Row> {
     }
     yield ['billing_events', [pid, `evt_${tag}_invoice_${i}`, 'stripe', 'invoice.paid', at, 'recorded', null, referralId, f.id, null, customerId]];
   }
+  for (const [key, [sales, amount, refunded, commission]] of plan.saleDays ?? []) {
+    const [day, shard] = key.split('|');
+    yield ['sale_days', [pid, day, shard, sales, amount, refunded, commission]];
+  }
 }
 
 /** The sale as the API answers it (serializeSale's shape), before or after its refund. */
@@ -468,13 +498,20 @@ function sqliteSink(file: string): Sink & { close(): void } {
   connection.pragma('cache_size = -1048576');
   connection.pragma('foreign_keys = ON');
   connection.pragma('synchronous = OFF');
-  const statements = Object.fromEntries(
-    (Object.keys(COLUMNS) as Table[]).map((table) => [table, connection.prepare(`insert into ${table} (${COLUMNS[table].join(', ')}) values (${COLUMNS[table].map(() => '?').join(', ')})`)]),
-  ) as Record<Table, SqliteDatabase.Statement>;
+  // Prepared at a table's first row: a table of a later schema (sale_days) may not exist.
+  const statements = new Map<Table, SqliteDatabase.Statement>();
+  const statementOf = (table: Table) => {
+    let statement = statements.get(table);
+    if (!statement) {
+      statement = connection.prepare(`insert into ${table} (${COLUMNS[table].join(', ')}) values (${COLUMNS[table].map(() => '?').join(', ')})`);
+      statements.set(table, statement);
+    }
+    return statement;
+  };
   connection.exec('begin');
   return {
     write(table, values) {
-      statements[table].run(values);
+      statementOf(table).run(values);
     },
     async finish(plans, lastSequence) {
       for (const plan of plans) connection.prepare('update programs set minimum_payout = ? where id = ?').run(plan.minimumPayout, plan.program.id);
@@ -555,8 +592,11 @@ export async function seedScale(databaseUrl: string, bigSales: number, smallSale
   const rows: Record<string, number> = {};
   try {
     const settings = await programSettings(databaseUrl, programs.map((p) => p.id));
-    const big = makePlan(programs[0]!, settings.get(programs[0]!.id)!, names[0], 'b', 0x1000, bigSales, 0, now);
-    const small = makePlan(programs[1]!, settings.get(programs[1]!.id)!, names[1], 's', 0x2000, smallSales, bigSales, now);
+    const reader = await openReader(databaseUrl);
+    const keepsSaleDays = (await tablesOf(reader)).includes('sale_days');
+    await reader.close();
+    const big = makePlan(programs[0]!, { ...settings.get(programs[0]!.id)!, keepsSaleDays }, names[0], 'b', 0x1000, bigSales, 0, now);
+    const small = makePlan(programs[1]!, { ...settings.get(programs[1]!.id)!, keepsSaleDays }, names[1], 's', 0x2000, smallSales, bigSales, now);
     log(`  planned in ${((Date.now() - started) / 1000).toFixed(1)} s: minimum payout ${big.minimumPayout} / ${small.minimumPayout} minor units, owed affiliates ${big.owed} / ${small.owed}`);
     let count = 0;
     let lastLog = Date.now();
@@ -707,6 +747,20 @@ export async function checkInvariants(query: ReadQuery, programId: string): Prom
       [programId],
     ],
   ];
+  if ((await tablesOf(query)).includes('sale_days')) {
+    const day = query.dialect === 'postgres' ? "to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')" : 'substr(created_at, 1, 10)';
+    const shard = query.dialect === 'postgres' ? 'left(affiliate_id::text, 1)' : 'substr(affiliate_id, 1, 1)';
+    checks.push([
+      'sale days (kept sums per day and shard) that differ from the sales',
+      `select count(*) as n from (
+          select ${day} as day, ${shard} as shard, count(*) as sales, sum(total_earned) as amount, sum(refunded_amount) as refunded,
+            sum(commission - refunded_commission) as commission
+          from sales where program_id = ? group by ${day}, ${shard}) s
+        full outer join (select * from sale_days where program_id = ?) d on d.day = s.day and d.shard = s.shard
+        where s.day is null or d.day is null or s.sales <> d.sales or s.amount <> d.amount or s.refunded <> d.refunded or s.commission <> d.commission`,
+      [programId, programId],
+    ]);
+  }
   const failures: string[] = [];
   for (const [what, text, params] of checks) {
     const n = Number((await query(text, params))[0]!.n);
@@ -715,11 +769,15 @@ export async function checkInvariants(query: ReadQuery, programId: string): Prom
   return { checks: checks.length, failures };
 }
 
-/** Tables in the database that the seed does not know (added since it was written): they may need rows to be realistic. */
-export async function unknownTables(query: ReadQuery): Promise<string[]> {
+async function tablesOf(query: ReadQuery): Promise<string[]> {
   const rows =
     query.dialect === 'sqlite'
       ? await query("select name from sqlite_master where type = 'table'")
       : await query("select table_name as name from information_schema.tables where table_schema = 'public'");
-  return rows.map((r) => String(r.name)).filter((name) => !KNOWN_TABLES.has(name) && !name.startsWith('sqlite_'));
+  return rows.map((r) => String(r.name));
+}
+
+/** Tables in the database that the seed does not know (added since it was written): they may need rows to be realistic. */
+export async function unknownTables(query: ReadQuery): Promise<string[]> {
+  return (await tablesOf(query)).filter((name) => !KNOWN_TABLES.has(name) && !name.startsWith('sqlite_'));
 }

@@ -147,6 +147,17 @@ export async function runScaleBench(): Promise<number> {
     for (const program of [small, big]) portal.set(program.id, await signInToPortal(origin, program));
     const context: Context = { origin, big, small, dashboard, portal, repetitions, log };
 
+    // What the overview shows must be what was seeded (a kept aggregate the seed does not fill would show less).
+    for (const program of [small, big]) {
+      const overview = await dashboard.get(`/dashboard/programs/${program.id}`, true);
+      if (!ok(overview)) throw new Error(`the overview of ${program.name} answered ${describeFailure(overview)}`);
+      for (const [stat, seeded] of [['sales', program.sales], ['affiliates', program.affiliates], ['referrals', program.sales]] as const) {
+        const shown = new RegExp(`data-stat="${stat}">([^<]*)<`).exec(overview.text!)?.[1];
+        if (shown !== seeded.toLocaleString('en-US')) failures.push(`the overview of ${program.name} shows ${stat} ${shown ?? '(none)'}, the seed wrote ${int(seeded)}`);
+      }
+    }
+    log(`  the overviews show the seeded counts${failures.length ? ' — NOT ALL' : ''}`);
+
     // Idle: after a warm-up (the small program's overview, a lookup), before any big page.
     const warm = await dashboard.get(`/dashboard/programs/${small.id}`);
     if (!ok(warm)) throw new Error(`the small program's overview answered ${describeFailure(warm)}`);
