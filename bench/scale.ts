@@ -325,7 +325,7 @@ function renderScaleTable(
     const failure = row.failure ? ` **FAIL**: ${row.failure}` : '';
     lines.push(`| ${row.group}: ${row.what}${failure} | ${cell(row.small)} | ${cell(row.big)} | ${ratioCell(row.big.ms / row.small.ms)} |`);
   }
-  const run = (m: MonthEnd) => `${(m.seconds * 1000).toFixed(0)} (${m.payouts === null ? '?' : int(m.payouts)} payouts${m.exitCode === 0 ? '' : `, **exit ${m.exitCode}**`})`;
+  const run = (m: MonthEnd) => `${int(m.seconds * 1000)} (${m.payouts === null ? '?' : int(m.payouts)} payouts${m.exitCode === 0 ? '' : `, **exit ${m.exitCode}**`})`;
   lines.push(`| Month end: \`tandem payout run\` (its own process, start to exit) | ${run(monthEnd.small)} | ${run(monthEnd.big)} | ${ratioCell(monthEnd.big.seconds / monthEnd.small.seconds)} |`);
   const sales = (m: MonthEnd) => `p99 ${ms(m.sales.p99)}, max ${ms(m.sales.max)}; ${m.sales.failed ? `**${m.sales.failed} failed**` : '0 failed'} of ${m.sales.sent}`;
   lines.push(
