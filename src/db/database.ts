@@ -81,9 +81,11 @@ function openSqlite(path: string): { db: Kysely<Database>; connection: SqliteDat
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const connection = new SqliteDatabase(file);
   configureSqlite(connection);
-  // Statistics for the planner, where missing or stale (db/upkeep.ts says why): the form SQLite
-  // recommends when a connection opens, bounded in the rows it reads.
+  // Statistics for the planner, where missing or stale (db/upkeep.ts says why, and why only the
+  // per-index averages are kept): the form SQLite recommends when a connection opens, bounded in
+  // the rows it reads.
   connection.pragma('optimize = 0x10002');
+  if (connection.prepare("select 1 from sqlite_schema where name = 'sqlite_stat4'").get()) connection.exec('delete from sqlite_stat4; analyze sqlite_schema');
   return { db: new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(connection)) }), connection };
 }
 
