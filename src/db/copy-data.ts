@@ -21,6 +21,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'sale_refunds', key: ['id'] },
   { name: 'payouts', key: ['id'] },
   { name: 'commission_entries', key: ['id'] },
+  { name: 'sale_days', key: ['program_id', 'day', 'shard'] },
   { name: 'clicks', key: ['id'] },
   { name: 'click_days', key: ['id'] },
   { name: 'events', key: ['id'] },

@@ -4,9 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { Insertable } from 'kysely';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
-import type { AffiliatesTable, CouponsTable, Database, PromotionalCodesTable } from '../../src/db/schema.ts';
+import type { AffiliatesTable, CouponsTable, Database } from '../../src/db/schema.ts';
 import { COUPON_CODES_LIMIT, COUPON_PAGE_CODES, type Coupon, type PromotionalCode } from '../../src/modules/coupons/promotional-code.schema.ts';
 import { unique } from '../helpers/fixtures.ts';
+import { codeRow } from '../helpers/coupon-rows.ts';
 
 // Issue 12, "Bounded work per request": a coupon answers at most COUPON_CODES_LIMIT of its codes
 // and their count (the rest page through GET /promotional-codes?couponId=), and no query binds
@@ -29,16 +30,6 @@ async function insertChunked<T extends 'affiliates' | 'coupons' | 'promotional_c
   await rawDb(t).transaction().execute(async (tx) => {
     for (let i = 0; i < rows.length; i += chunk) await tx.insertInto(table).values(rows.slice(i, i + chunk) as never).execute();
   });
-}
-
-/** A code row of the coupon, created `at` (an ISO time; later is newer). */
-function codeRow(programId: string, couponId: string, code: string, at: string, affiliateId: string | null = null): Insertable<PromotionalCodesTable> {
-  return {
-    id: randomUUID(), program_id: programId, coupon_id: couponId, affiliate_id: affiliateId, code, code_key: code.toLowerCase(),
-    external_id: null, active: 1, expires_at: null, max_redemptions: null, times_redeemed: 0, first_time_order: 0,
-    minimum_amount: null, minimum_amount_currency: null, limit_to_customers: 0, customer_id: null, limit_to_affiliate: 0,
-    is_auto_generated: 0, created_at: at, updated_at: at,
-  };
 }
 
 function affiliateRow(programId: string, n: number, at: string): Insertable<AffiliatesTable> {

@@ -6,6 +6,7 @@ import { rawDb, startTestServer, type ApiClient, type ApiResponse, type TestServ
 import type { CouponsTable, PromotionalCodesTable } from '../../src/db/schema.ts';
 import { COUPON_CODES_LIMIT, COUPON_PAGE_CODES, type Coupon, type PromotionalCode } from '../../src/modules/coupons/promotional-code.schema.ts';
 import { created, newAffiliate, newCode, newCoupon, unique } from '../helpers/fixtures.ts';
+import { codeRow } from '../helpers/coupon-rows.ts';
 
 // Issue 31, item 3: GET /coupons is bounded in bytes and rows like every list. A coupon carries
 // its COUPON_CODES_LIMIT newest codes, the count of all of them and the URL of their list (the
@@ -15,15 +16,6 @@ import { created, newAffiliate, newCode, newCoupon, unique } from '../helpers/fi
 // database (through the API the counts here would take minutes).
 
 const iso = (ms: number) => new Date(ms).toISOString();
-
-function codeRow(programId: string, couponId: string, code: string, at: string, affiliateId: string | null = null): Insertable<PromotionalCodesTable> {
-  return {
-    id: randomUUID(), program_id: programId, coupon_id: couponId, affiliate_id: affiliateId, code, code_key: code.toLowerCase(),
-    external_id: null, active: 1, expires_at: null, max_redemptions: null, times_redeemed: 0, first_time_order: 0,
-    minimum_amount: null, minimum_amount_currency: null, limit_to_customers: 0, customer_id: null, limit_to_affiliate: 0,
-    is_auto_generated: 0, created_at: at, updated_at: at,
-  };
-}
 
 function couponRow(programId: string, name: string, at: string): Insertable<CouponsTable> {
   return {

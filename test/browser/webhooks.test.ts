@@ -23,7 +23,9 @@ let email: string;
 let program: Program;
 
 before(async () => {
-  test = await startTestServer({ webhookAllowPrivateUrls: true, webhookRetrySchedule: [100, 100] });
+  // Retries 1.5 s apart: long enough for the page (polled every 400 ms) to show a failure with its
+  // next try before the last one gives up, short enough for the retry to land within the test.
+  test = await startTestServer({ webhookAllowPrivateUrls: true, webhookRetrySchedule: [1500, 1500] });
   email = `webhooks-${Date.now()}@example.com`;
   const user = await createUser(rawDb(test), { email, password: PASSWORD });
   program = await createProgram(rawDb(test), { ownerUserId: user.id, name: 'Hook Shop', domain: 'hook-shop.example.com' });
@@ -118,9 +120,13 @@ describe('webhooks page in Chromium', () => {
       assert.equal(await failed.getAttribute('data-result'), 'bad');
       receiver.respondWith(200, 'received by the browser test');
 
-      // The attempts are on the endpoint's page.
-      await page.reload();
-      const text = await page.locator('tr[data-attempt]').last().innerText();
+      // The attempts are on the endpoint's page, the retry's success last once it has run.
+      let text = '';
+      for (let i = 0; i < 40 && !/HTTP 200/.test(text); i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 250));
+        await page.reload();
+        text = await page.locator('tr[data-attempt]').last().innerText();
+      }
       assert.match(text, /webhook\.test/);
       assert.match(text, /HTTP 200/);
       assert.match(text, /received by the browser test/);
