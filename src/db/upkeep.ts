@@ -49,15 +49,16 @@ export async function reclaimFreePages(db: AnyDb, budgetMs: number): Promise<num
   const mode = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(db);
   if (Number(mode.rows[0]?.auto_vacuum) !== 2) return 0;
   const deadline = performance.now() + budgetMs;
+  let free = await freePages(db);
   let freed = 0;
-  for (;;) {
-    const before = await freePages(db);
-    if (before === 0) return freed;
+  for (let step = 0; free > 0 && performance.now() < deadline; step++) {
+    if (step > 0) await setImmediate(); // requests waiting meanwhile go first
     await sql`pragma incremental_vacuum(${sql.lit(VACUUM_STEP_PAGES)})`.execute(db);
-    freed += before - (await freePages(db));
-    if (performance.now() >= deadline) return freed;
-    await setImmediate(); // requests waiting meanwhile go first
+    const left = await freePages(db);
+    freed += free - left;
+    free = left;
   }
+  return freed;
 }
 
 /**

@@ -29,6 +29,6 @@ describe('the sale-days migration', () => {
     await saleDays.up(db as unknown as Kysely<unknown>);
     await assertCountersMatchRows(db, program.id);
     assert.deepEqual(await getProgramTotals(db, program), before);
-    assert.deepEqual(before.sales, { count: 12, revenue: 3 * (25 + 26 + 27 + 28 - 5) * 100, commission: before.sales.commission });
+    assert.deepEqual([before.sales.count, before.sales.revenue], [12, 3 * (25 + 26 + 27 + 28 - 5) * 100]);
   });
 });

@@ -17,7 +17,6 @@ export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'create
     day: saleDayOf(row.created_at),
     amount: Number(row.total_earned),
     refunded: Number(row.refunded_amount),
-    revenue: Number(row.total_earned) - Number(row.refunded_amount),
     commission: Number(row.commission) - Number(row.refunded_commission),
   };
 }
@@ -33,11 +32,12 @@ export async function countSales(tx: Tx, programId: string, credits: SaleCredit[
   // In one order (by affiliate), so two cascades over the same affiliates lock them alike.
   const ordered = credits.length > 1 ? [...credits].sort((a, b) => (a.affiliate_id < b.affiliate_id ? -1 : a.affiliate_id > b.affiliate_id ? 1 : 0)) : credits;
   for (const credit of ordered) {
+    const revenue = credit.amount - credit.refunded;
     if (credit.commission !== 0 && !(await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission }))) {
       throw counterLimit(pointer, "the affiliate's totalCommissionEarned");
     }
-    if (credit.link_id !== null && (countsAsSale || credit.revenue !== 0)) {
-      if (!(await addToLinkCounters(tx, credit.link_id, { referrals: 0, sales: countsAsSale ? sign : 0, revenue: sign * credit.revenue }))) {
+    if (credit.link_id !== null && (countsAsSale || revenue !== 0)) {
+      if (!(await addToLinkCounters(tx, credit.link_id, { referrals: 0, sales: countsAsSale ? sign : 0, revenue: sign * revenue }))) {
         throw counterLimit(pointer, "the link's totalRevenue");
       }
     }
@@ -67,7 +67,7 @@ export function counterLimit(pointer: string, total: string) {
 /** The counters' share of an edit or refund: the sale stays, what it adds changes. */
 export function recountEditedSale(tx: Tx, before: SaleRow, after: SaleRow, pointer?: string): Promise<void> {
   const [was, is] = [creditOf(before), creditOf(after)];
-  const difference = { ...is, amount: is.amount - was.amount, refunded: is.refunded - was.refunded, revenue: is.revenue - was.revenue, commission: is.commission - was.commission };
+  const difference = { ...is, amount: is.amount - was.amount, refunded: is.refunded - was.refunded, commission: is.commission - was.commission };
   return countSales(tx, after.program_id, [difference], 1, false, pointer);
 }
 

@@ -95,10 +95,9 @@ export interface SaleCredit {
   link_id: string | null;
   /** The sale's UTC day, YYYY-MM-DD (saleDayOf). */
   day: string;
-  /** Minor units: its totalEarned, what refunds took back of it, and their difference. */
+  /** Minor units: its totalEarned and what refunds took back of it (its revenue is the difference). */
   amount: number;
   refunded: number;
-  revenue: number;
   /** Minor units, net of refunds. */
   commission: number;
 }
@@ -227,7 +226,6 @@ export async function deleteSalesOf(tx: Tx, programId: string, of: SalesOf): Pro
     day: saleDayOf(r.created_at),
     amount: Number(r.total_earned),
     refunded: Number(r.refunded_amount),
-    revenue: Number(r.total_earned) - Number(r.refunded_amount),
     commission: Number(r.commission),
   }));
 }

@@ -10,6 +10,7 @@ import { normaliseEmail } from '../../domain/email.ts';
 import { findAffiliate } from '../affiliates/affiliate.repository.ts';
 import { findRedeemableCode, redeemPromoCode } from '../coupons/promo-code-redemption.ts';
 import { announceTotalsChangedByCascade, getAffiliateCounterTotals } from '../affiliates/affiliate.service.ts';
+import { narrowsList } from '../../domain/list-filter.ts';
 import { resolveAffiliateEmailFilter } from '../affiliates/affiliate-lookup.ts';
 import { countSalesOf } from '../ledger/ledger.repository.ts';
 import { countCustomer, voidSalesOf } from '../ledger/counters.ts';
@@ -194,8 +195,7 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
  * every referral.
  */
 export async function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
-  const filtered = Object.entries(filter).some(([field, value]) => value !== undefined && !(field === 'search' && String(value).trim() === ''));
-  return filtered ? countReferrals(db, program.id, filter) : (await getAffiliateCounterTotals(db, program)).referrals;
+  return narrowsList(filter) ? countReferrals(db, program.id, filter) : (await getAffiliateCounterTotals(db, program)).referrals;
 }
 
 /**

@@ -34,6 +34,7 @@ import {
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
 import { counterLimit, countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
 import { sumAllSaleDays } from '../ledger/ledger.repository.ts';
+import { narrowsList } from '../../domain/list-filter.ts';
 import { appendChangeEntries, saleEntryDueAt } from '../ledger/entries.ts';
 
 export function serializeSale(row: SaleRow, program: ProgramContext): Sale {
@@ -262,8 +263,7 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
  * no filter, the program's kept sale_days (a few rows a day) rather than every sale.
  */
 export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals> {
-  const filtered = Object.entries(filter).some(([field, value]) => value !== undefined && !(field === 'search' && String(value).trim() === ''));
-  return filtered ? sumFilteredSales(db, program.id, filter) : sumAllSaleDays(db, program.id);
+  return narrowsList(filter) ? sumFilteredSales(db, program.id, filter) : sumAllSaleDays(db, program.id);
 }
 
 /** A sale as its dashboard page shows it: the API's Sale, and how its commission came about (amounts in major units). */
