@@ -19,6 +19,10 @@ import { serializePayout } from './payout.service.ts';
 // validated — ids, amounts, currencies, statuses, times, e-mail addresses — is a machine field
 // (`exact`): a provider reads it back, so an address or amount starting with + or - is written
 // as it is (a ' would send the money nowhere).
+// A file is built whole, unlike the dashboard's list CSVs (db/keyset-stream.ts): it is one page
+// of at most EXPORT_ROW_LIMITS payouts (about a megabyte), the API's answer names the next page
+// in its Link header — the page's last row, known only once the page is read, before the first
+// byte is sent — and PayPal and Wise take a file of at most their limit, uploaded whole.
 
 export const EXPORT_ROW_LIMITS = { csv: 5000, paypal: 5000, wise: 1000 } as const;
 export type ExportFormat = keyof typeof EXPORT_ROW_LIMITS;

@@ -1,17 +1,24 @@
+import type { Readable } from 'node:stream';
 import { csvLine } from '../../domain/csv.ts';
 import { toIso } from '../../domain/clock.ts';
 import { millionthsToRate } from '../../domain/commission.ts';
 import { minorToDecimalText } from '../../domain/money.ts';
 import type { PageOrder } from '../../db/keyset.ts';
+import { streamKeysetList } from '../../db/keyset-stream.ts';
 import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { getAffiliateNames } from '../affiliates/affiliate.service.ts';
-import { listSales, type SaleFilter } from './sale.repository.ts';
+import { listSales, type SaleFilter, type SaleRow } from './sale.repository.ts';
 
 // The dashboard's sale list as a CSV file: what its filters show, in their order, at most
 // SALES_CSV_ROWS sales, each with its affiliate's name and e-mail; amounts exact in the
 // program's currency (from the stored minor units), the commission before and after refunds,
 // formula-safe cells (domain/csv.ts).
+// The file is streamed (db/keyset-stream.ts): the list is read by its keyset in batches, each
+// batch's affiliates named, its lines written, then the next read. Each batch is its own read,
+// so a file downloaded while sales arrive may hold rows as of different moments of the list;
+// keyset order gives no sale twice, and none skipped of those that existed at the start and
+// kept their sort keys (amount, commission).
 
 /** Sales in one CSV download; past it the page says the file holds the first ones. */
 export const SALES_CSV_ROWS = 10_000;
@@ -26,14 +33,13 @@ async function namesOf(db: Db, program: ProgramContext, affiliateIds: string[]) 
   return names;
 }
 
-/** The file of the sales `filter` matches (null: a filter that names nothing, so the file holds only its header). */
-export async function exportSalesCsv(db: Db, program: ProgramContext, filter: SaleFilter | null, order: PageOrder): Promise<string> {
-  const rows = filter === null ? [] : await listSales(db, program.id, filter, { limit: SALES_CSV_ROWS - 1, order });
-  const names = await namesOf(db, program, rows.map((r) => r.affiliate_id));
+/** One batch of sales as CSV lines, their affiliates named. */
+async function linesOf(db: Db, program: ProgramContext, sales: SaleRow[]): Promise<string> {
+  const names = await namesOf(db, program, sales.map((s) => s.affiliate_id));
   const currency = program.currency;
   const money = (minor: number | string) => minorToDecimalText(minor, currency);
-  let csv = csvLine(HEADER);
-  for (const s of rows.slice(0, SALES_CSV_ROWS)) {
+  let csv = '';
+  for (const s of sales) {
     const affiliate = names.get(s.affiliate_id);
     const net = Number(s.commission) - Number(s.refunded_commission);
     csv += csvLine([
@@ -43,4 +49,19 @@ export async function exportSalesCsv(db: Db, program: ProgramContext, filter: Sa
     ]);
   }
   return csv;
+}
+
+/**
+ * The file of the sales `filter` matches (null: a filter that names nothing, so the file holds
+ * only its header), as a stream; its first batch is read before it returns, so an error there
+ * is thrown here.
+ */
+export function exportSalesCsv(db: Db, program: ProgramContext, filter: SaleFilter | null, order: PageOrder): Promise<Readable> {
+  return streamKeysetList({
+    head: csvLine(HEADER),
+    order,
+    maxRows: SALES_CSV_ROWS,
+    readPage: (page) => (filter === null ? Promise.resolve([]) : listSales(db, program.id, filter, page)),
+    textOf: (sales) => linesOf(db, program, sales),
+  });
 }

@@ -149,12 +149,13 @@ async function editPageOf(db: Db, request: FastifyRequest, reply: FastifyReply, 
 export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db }) => {
   app.get('/affiliates', (request, reply) => listPageOf(db, request, reply));
 
-  // The list as CSV (what the filters show, in their order; formula-safe cells).
+  // The list as CSV (what the filters show, in their order; formula-safe cells), streamed in
+  // keyset batches (affiliate-export.ts).
   app.get('/affiliates.csv', async (request, reply) => {
     const { context } = currentProgram(request);
     const { order, filter } = readAffiliateList(request);
-    const csv = await exportAffiliatesCsv(db, context, filter, order);
-    return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="affiliates-${context.clock().toISOString().slice(0, 10)}.csv"`).send(csv);
+    const file = await exportAffiliatesCsv(db, context, filter, order);
+    return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="affiliates-${context.clock().toISOString().slice(0, 10)}.csv"`).send(file);
   });
 
   // The suggestions of an affiliate field as a name is typed (dashboard.js, affiliate-field.ts):
