@@ -16,7 +16,7 @@ import { getReferralPage } from '../../src/modules/referrals/referral.service.ts
 import { exportSalesCsv } from '../../src/modules/sales/sale-export.ts';
 import { createCoupon } from '../../src/modules/coupons/coupon.service.ts';
 import { createPromotionalCode } from '../../src/modules/coupons/promotional-code.service.ts';
-import { createSale, getSalePage } from '../../src/modules/sales/sale.service.ts';
+import { createSale, getSalePage, getSaleTotals } from '../../src/modules/sales/sale.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 
@@ -206,4 +206,22 @@ test('a ledger balance (portal, affiliate page, payouts page) reads the unpaid e
       reads.map((read) => `${read.statement}\n${read.plan.join('\n')}`).join('\n'),
     );
   }
+});
+
+test("the sales search reads its trigram table outward, each match's sale by id, for the list, its sorts and its totals", async () => {
+  const search = 'c12@customers';
+  const reads = await plansOf(() =>
+    Promise.all([
+      getSalePage(traced.db, program, { search }, { limit: 50 }),
+      getSalePage(traced.db, program, { search }, { limit: 50, order: { column: 'total_earned', direction: 'desc' } }),
+      getSaleTotals(traced.db, program, { search }),
+    ]),
+  );
+  for (const { statement, plan } of reads) {
+    const where = `\n${statement}\n${plan.join('\n')}`;
+    const reading = plan.filter((line) => /^(SCAN|SEARCH) (f|s)\b/.test(line));
+    assert.match(reading[0] ?? '', /^SCAN f VIRTUAL TABLE INDEX/, `first the trigram table:${where}`);
+    for (const line of plan.filter((l) => /^(SCAN|SEARCH) s\b/.test(l))) assert.equal(line, 'SEARCH s USING INTEGER PRIMARY KEY (rowid=?)', where);
+  }
+  assert.equal(reads.length, 6, 'each of the three counts the matches (up to the cap), then reads them');
 });

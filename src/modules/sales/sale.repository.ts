@@ -19,6 +19,7 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
+import { countUpTo, SEARCH_COUNT_CAP, trigramPhrase } from '../../db/text-search.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -37,15 +38,26 @@ export interface SaleFilter {
   refunded?: 'none' | 'partial' | 'full';
 }
 
-function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
-  let q = db.selectFrom('sales as s').selectAll('s').where('s.program_id', '=', programId);
+/**
+ * How a search reads (db/text-search.ts): `like` on the sale's name and e-mail (PostgreSQL's
+ * trigram indexes serve it; on SQLite it walks the list), or from SQLite's trigram table
+ * `sales_search` outward, each match's sale looked up by id.
+ */
+type SearchRead = 'like' | 'trigram-table';
+
+function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchRead: SearchRead = 'like') {
+  const phrase = searchRead === 'trigram-table' && filter.search !== undefined ? trigramPhrase(filter.search) : undefined;
+  const sales = db.selectFrom('sales as s').selectAll('s');
+  // The same rows either way: only `s` is ever named after this.
+  let q = phrase === undefined ? sales : (fromSaleSearch(db, phrase) as unknown as typeof sales);
+  q = q.where('s.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('s.id', '=', filter.id);
   if (filter.affiliateId !== undefined) q = q.where('s.affiliate_id', '=', filter.affiliateId);
   if (filter.referralId !== undefined) q = q.where('s.referral_id', '=', filter.referralId);
   if (filter.externalId !== undefined) q = q.where('s.external_id', '=', filter.externalId);
   if (filter.createdFrom !== undefined) q = q.where('s.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('s.created_at', '<', filter.createdBefore);
-  if (filter.search !== undefined && filter.search.trim() !== '') {
+  if (phrase === undefined && filter.search !== undefined && filter.search.trim() !== '') {
     const pattern = likeContains(filter.search);
     q = q.where(sql<boolean>`(lower(s.name) like ${pattern} escape '\\' or lower(s.email) like ${pattern} escape '\\')`);
   }
@@ -53,6 +65,34 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter) {
   if (filter.refunded === 'partial') q = q.where('s.refunded_amount', '>', 0).where(sql<boolean>`s.refunded_amount < s.total_earned`);
   if (filter.refunded === 'full') q = q.where(sql<boolean>`s.refunded_amount = s.total_earned`);
   return q;
+}
+
+/**
+ * The sales whose name or e-mail holds `phrase`, read from the trigram table outward: a CROSS
+ * JOIN, which SQLite never reorders — left to choose, it walks the program's list index and
+ * tests each sale against the matches (70 ms for one customer among a million sales, not 1).
+ */
+function fromSaleSearch(db: Db | Tx, phrase: string) {
+  return db
+    .selectFrom(sql<{ rowid: number }>`sales_search`.as('f'))
+    .crossJoin('sales as s')
+    .selectAll('s')
+    .where(sql<boolean>`f.sales_search match ${phrase} and s.id = f.rowid`);
+}
+
+const searches = (filter: SaleFilter) => filter.search !== undefined && filter.search.trim() !== '';
+
+/**
+ * How this filter's search reads and, on SQLite, how many sales it matches up to the cap: the
+ * trigram table when the text is long enough for it and matches at most SEARCH_COUNT_CAP
+ * sales; past that the list walk, which finds a page of a common text within a few hundred rows.
+ */
+async function planSearch(db: Db, programId: string, filter: SaleFilter, cap: number): Promise<{ read: SearchRead; matches: number }> {
+  if (dialectOf(db) === 'sqlite' && trigramPhrase(filter.search!) !== undefined) {
+    const matches = await countUpTo(db, selectSales(db, programId, filter, 'trigram-table'), cap);
+    return { read: matches <= cap ? 'trigram-table' : 'like', matches };
+  }
+  return { read: 'like', matches: await countUpTo(db, selectSales(db, programId, filter), cap) };
 }
 
 /** The filter fields a compiled query binds (the dashboard's search and refunded filters change the SQL). */
@@ -71,9 +111,12 @@ export function findSale(db: Db | Tx, programId: string, filter: SaleFilter): Pr
 
 const newestSales = compiledNewestFirstList<BoundFilter, SaleRow>(BOUND_FIELDS, 's', selectSales);
 
-export function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest): Promise<SaleRow[]> {
+/** A page of the sales a filter matches; `searchCap`: see planSearch (a test sets it lower). */
+export async function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest, searchCap = SEARCH_COUNT_CAP): Promise<SaleRow[]> {
   if (isBound(filter) && page.order === undefined) return newestSales(db, programId, filter, page);
-  return pageQuery(selectSales(db, programId, filter), 's', page).execute();
+  // PostgreSQL's planner chooses between its trigram indexes and the list by itself.
+  const read = searches(filter) && dialectOf(db) === 'sqlite' ? (await planSearch(db, programId, filter, searchCap)).read : 'like';
+  return pageQuery(selectSales(db, programId, filter, read), 's', page).execute();
 }
 
 export interface FilteredSaleTotals {
@@ -85,9 +128,20 @@ export interface FilteredSaleTotals {
   commission: number;
 }
 
-/** What a filtered list adds up to (every page, not only the one shown). */
-export async function sumFilteredSales(db: Db, programId: string, filter: SaleFilter): Promise<FilteredSaleTotals> {
-  const row = await selectSales(db, programId, filter)
+/** A search that matches more sales than the cap (SEARCH_COUNT_CAP): its totals are not added up. */
+export interface CappedSaleTotals {
+  moreThan: number;
+}
+
+/** What a filtered list adds up to (every page, not only the one shown); a search's past SEARCH_COUNT_CAP sales only says so. */
+export async function sumFilteredSales(db: Db, programId: string, filter: SaleFilter, searchCap = SEARCH_COUNT_CAP): Promise<FilteredSaleTotals | CappedSaleTotals> {
+  let read: SearchRead = 'like';
+  if (searches(filter)) {
+    const plan = await planSearch(db, programId, filter, searchCap);
+    if (plan.matches > searchCap) return { moreThan: searchCap };
+    read = plan.read;
+  }
+  const row = await selectSales(db, programId, filter, read)
     .clearSelect()
     .select((eb) => [
       eb.fn.countAll().as('count'),

@@ -27,6 +27,7 @@ import {
   lockSale,
   sumFilteredSales,
   updateSaleRow,
+  type CappedSaleTotals,
   type FilteredSaleTotals,
   type SaleFilter,
   type SaleRow,
@@ -260,9 +261,10 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
 
 /**
  * What the sales a filter matches add up to (the dashboard's totals line), in minor units. With
- * no filter, the program's kept sale_days (a few rows a day) rather than every sale.
+ * no filter, the program's kept sale_days (a few rows a day) rather than every sale; a search
+ * matching more than SEARCH_COUNT_CAP sales only says so (db/text-search.ts).
  */
-export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals> {
+export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals | CappedSaleTotals> {
   return narrowsList(filter) ? sumFilteredSales(db, program.id, filter) : sumAllSaleDays(db, program.id);
 }
 

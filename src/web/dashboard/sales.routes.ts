@@ -10,6 +10,7 @@ import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts
 import { getEntryPage } from '../../modules/ledger/commission.service.ts';
 import { CreateSaleBody, RefundSaleBody } from '../../modules/sales/sale.schema.ts';
 import { getReferral } from '../../modules/referrals/referral.service.ts';
+import { SEARCH_MIN_CHARACTERS } from '../../db/text-search.ts';
 import { exportSalesCsv, SALES_CSV_ROWS } from '../../modules/sales/sale-export.ts';
 import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale, type SaleQuery } from '../../modules/sales/sale.service.ts';
 import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
@@ -60,6 +61,7 @@ async function readSaleListQuery(db: Db, request: FastifyRequest): Promise<SaleL
   if (affiliate.error) errors.affiliate = affiliate.error;
   const q = (query.q ?? '').trim();
   if (q.length > 200) errors.q = 'Search for at most 200 characters.';
+  if (q !== '' && [...q].length < SEARCH_MIN_CHARACTERS) errors.q = `Search for at least ${SEARCH_MIN_CHARACTERS} characters of a name or an e-mail.`;
   const refunded = REFUND_STATES.some(([value]) => value === query.refunded) ? query.refunded : '';
   const sort = query.sort !== undefined && query.sort in SORTS ? query.sort : 'newest';
   return {

@@ -39,11 +39,18 @@ export interface SaleListView {
 
 function totalsLine(v: SaleListView): SafeHtml | string {
   const { totals, base, currency } = v;
-  if (!totals || totals.count === 0) return '';
+  if (!totals) return '';
+  const csvLink = (rows: number) =>
+    html`<a href="${base}/sales.csv${v.csvQuery ? `?${v.csvQuery}` : ''}" download>Download CSV${rows > v.csvRows ? ` (the first ${formatCount(v.csvRows)})` : ''}</a>`;
+  if ('moreThan' in totals) {
+    return html`<p class="totals" aria-label="Totals of the filtered sales"><strong>More than ${formatCount(totals.moreThan)} sales</strong> match:
+            narrow the search to see what they add up to · ${csvLink(totals.moreThan + 1)}</p>`;
+  }
+  if (totals.count === 0) return '';
   return html`<p class="totals" aria-label="Totals of ${v.filtered ? 'the filtered' : 'all'} sales"><strong>${formatCount(totals.count)} sale${totals.count === 1 ? '' : 's'}</strong> ·
             ${formatMinor(totals.amount, currency)} in all · ${formatMinor(totals.refunded, currency)} refunded ·
             ${formatMinor(totals.commission, currency)} commission after refunds
-            · <a href="${base}/sales.csv${v.csvQuery ? `?${v.csvQuery}` : ''}" download>Download CSV${totals.count > v.csvRows ? ` (the first ${formatCount(v.csvRows)})` : ''}</a></p>`;
+            · ${csvLink(totals.count)}</p>`;
 }
 
 export function saleListBody(v: SaleListView): SafeHtml {
