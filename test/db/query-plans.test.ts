@@ -7,11 +7,11 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import type { ProgramContext } from '../../src/domain/program-context.ts';
-import { createAffiliate, getAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
+import { createAffiliate, getAffiliate, getAffiliatePage, getApprovalQueue } from '../../src/modules/affiliates/affiliate.service.ts';
 import { getEntryPage, getLedgerBalance } from '../../src/modules/ledger/commission.service.ts';
 import { getPortalView } from '../../src/modules/portal/portal-view.service.ts';
 import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
-import { runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
+import { getPayoutPage, runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
 import { getReferralPage } from '../../src/modules/referrals/referral.service.ts';
 import { exportSalesCsv } from '../../src/modules/sales/sale-export.ts';
 import { createCoupon } from '../../src/modules/coupons/coupon.service.ts';
@@ -224,4 +224,18 @@ test("the sales search reads its trigram table outward, each match's sale by id,
     for (const line of plan.filter((l) => /^(SCAN|SEARCH) s\b/.test(l))) assert.equal(line, 'SEARCH s USING INTEGER PRIMARY KEY (rowid=?)', where);
   }
   assert.equal(reads.length, 6, 'each of the three counts the matches (up to the cap), then reads them');
+});
+
+test("a list filtered by a state (pending payouts, the approval queue, inactive affiliates) reads only that state's rows, in list order", async () => {
+  const reads = [
+    ...(await plansOf(() => getPayoutPage(traced.db, program, { status: 'pending' }, { limit: 50 }))),
+    ...(await plansOf(() => getApprovalQueue(traced.db, program, 5))),
+    ...(await plansOf(() => getAffiliatePage(traced.db, program, { limit: 50 }, { status: 'inactive' }))),
+  ];
+  assertBounded(reads);
+  for (const { statement, plan } of reads) {
+    // Without the state in the index, SQLite walks the program's list and tests every row (it shows as program_id=? alone).
+    const reading = plan.filter((line) => /^SEARCH (payouts|affiliates|a|p)\b/.test(line));
+    assert.ok(reading.length > 0 && reading.every((line) => /\(program_id=\? AND (status|approval)=\?\)/.test(line)), `\n${statement}\n${plan.join('\n')}`);
+  }
 });
