@@ -15,6 +15,8 @@ const REQUEST_TIMEOUT_MS = 180_000;
 export interface Side {
   ms: number;
   bytes: number;
+  /** The rows of a CSV download (its lines but the header). */
+  rows?: number;
 }
 
 export interface MeasuredRow {
@@ -22,6 +24,11 @@ export interface MeasuredRow {
   what: string;
   /** Whether the answer's size is part of the row (exports, unbounded lists). */
   showBytes: boolean;
+  /**
+   * A CSV download, compared per row: the file holds the list up to its cap (1,000 rows against
+   * 10,000), so the ratio of whole downloads is of their sizes; per row it is of the work.
+   */
+  perRow: boolean;
   small: Side;
   big: Side;
   failure?: string;
@@ -47,6 +54,7 @@ interface Measure {
   group: MeasuredRow['group'];
   what: string;
   showBytes?: boolean;
+  perRow?: boolean;
   request: (program: ScaleProgram) => Promise<Timed>;
 }
 
@@ -58,6 +66,13 @@ export function measuresOf(context: Context, deepSalesPage: Map<string, string>)
     what,
     showBytes,
     request: (p) => dashboard.get(`/dashboard/programs/${p.id}${path(p)}`),
+  });
+  const csv = (what: string, path: string): Measure => ({
+    group: 'Dashboard',
+    what,
+    showBytes: true,
+    perRow: true,
+    request: (p) => dashboard.get(`/dashboard/programs/${p.id}${path}`, true),
   });
   const portal = (what: string, path: string): Measure => ({
     group: 'Portal',
@@ -83,8 +98,8 @@ export function measuresOf(context: Context, deepSalesPage: Map<string, string>)
     page('sales list filtered by the heavy affiliate', (p) => `/sales?affiliate=${p.heavyAffiliateId}`),
     page("the heavy affiliate's page", (p) => `/affiliates/${p.heavyAffiliateId}`),
     page("a sale's page (one of the heavy affiliate's, old: events, entries)", (p) => `/sales/${p.heavySaleId}`),
-    page('sales CSV (full download)', () => '/sales.csv', true),
-    page('affiliates CSV (full download)', () => '/affiliates.csv', true),
+    csv('sales CSV (full download; ratio per row)', '/sales.csv'),
+    csv('affiliates CSV (full download; ratio per row)', '/affiliates.csv'),
     page('affiliates list', () => '/affiliates'),
     page('referrals list', () => '/referrals'),
     page('coupons page', () => '/coupons'),
@@ -113,17 +128,25 @@ export async function deepSalesPagePath(origin: string, program: ScaleProgram): 
   return path;
 }
 
+/** Big ÷ small: of the times, or of the times per row for a download compared per row. */
+export function ratioOf(row: MeasuredRow): number {
+  if (!row.perRow) return row.big.ms / row.small.ms;
+  return row.big.ms / Math.max(1, row.big.rows ?? 1) / (row.small.ms / Math.max(1, row.small.rows ?? 1));
+}
+
 /** One measure: a warm-up on each side, then `repetitions` rounds alternating which side goes first. */
 export async function runMeasure(context: Context, measure: Measure): Promise<MeasuredRow> {
   const { small, big, repetitions, log } = context;
   const failures: string[] = [];
   const times = { small: [] as number[], big: [] as number[] };
   const bytes = { small: 0, big: 0 };
+  const rows = { small: 0, big: 0 };
   const once = async (side: 'small' | 'big', timed: boolean) => {
     const answer = await measure.request(side === 'small' ? small : big);
     if (!ok(answer)) failures.push(`${side}: ${describeFailure(answer)}`);
     if (timed) times[side].push(answer.ms);
     bytes[side] = answer.bytes;
+    if (measure.perRow) rows[side] = (answer.text ?? '').split('\n').filter((line) => line !== '').length - 1;
   };
   await once('small', false);
   await once('big', false);
@@ -135,13 +158,14 @@ export async function runMeasure(context: Context, measure: Measure): Promise<Me
     group: measure.group,
     what: measure.what,
     showBytes: measure.showBytes ?? false,
-    small: { ms: median(times.small), bytes: bytes.small },
-    big: { ms: median(times.big), bytes: bytes.big },
+    perRow: measure.perRow ?? false,
+    small: { ms: median(times.small), bytes: bytes.small, ...(measure.perRow ? { rows: rows.small } : {}) },
+    big: { ms: median(times.big), bytes: bytes.big, ...(measure.perRow ? { rows: rows.big } : {}) },
     failure: failures.length ? `${failures.length} non-2xx/errors, first: ${failures[0]}` : undefined,
   };
   log(
-    `  ${measure.group}: ${measure.what}: small ${row.small.ms.toFixed(1)} ms, big ${row.big.ms.toFixed(1)} ms (×${(row.big.ms / row.small.ms).toFixed(1)})` +
-      `${row.showBytes ? `, ${row.small.bytes} / ${row.big.bytes} bytes` : ''}${row.failure ? ` !!! ${row.failure}` : ''}`,
+    `  ${measure.group}: ${measure.what}: small ${row.small.ms.toFixed(1)} ms, big ${row.big.ms.toFixed(1)} ms (×${ratioOf(row).toFixed(1)})` +
+      `${row.showBytes ? `, ${row.small.bytes} / ${row.big.bytes} bytes` : ''}${row.perRow ? `, ${row.small.rows} / ${row.big.rows} rows` : ''}${row.failure ? ` !!! ${row.failure}` : ''}`,
   );
   return row;
 }

@@ -10,7 +10,8 @@ import { createProgramsWithKeys, type SeedProgram } from './seed.ts';
 // real migrations, the owner, the programs and their API keys from the real services
 // (seed.ts createProgramsWithKeys); the bulk rows are inserted directly, in the shapes the
 // server writes, with every counter equal to what the API would have counted:
-//   affiliates S/10, each with its primary link; one of them (the "heavy" one) has S/100 sales;
+//   affiliates S/10, each with its primary link; one of them (the "heavy" one) has S/100 sales
+//     (at least 100);
 //   referrals S and sales S (one sale per customer, spread over the year before the seed);
 //   a partial refund of every tenth sale older than three days (sale_refunds row, the sale's
 //     running totals, a `refund` ledger entry, a sale.refunded event);
@@ -22,7 +23,7 @@ import { createProgramsWithKeys, type SeedProgram } from './seed.ts';
 //     the order of their time across both programs (as the purge walks them), ~92 % older
 //     than the default 30-day retention;
 //   billing events: one Stripe invoice.paid (recorded) per sale;
-//   coupons S/1000, each with 50 promotional codes;
+//   coupons S/1000 (at least 60), each with 50 promotional codes;
 //   the kept aggregates of these rows where the schema has them (sale_days: the sales per UTC
 //   day and shard, as its migration backfills them).
 // Rows are generated as they are inserted (per-affiliate arrays only): memory stays bounded.
@@ -41,8 +42,16 @@ const PAID_PERIODS = 3;
 /** The share of affiliates whose due balance reaches the minimum payout. */
 const OWED_SHARE = 0.4;
 const CODES_PER_COUPON = 50;
-/** Every HEAVY_EVERY-th customer is the heavy affiliate's. */
+/** Every HEAVY_EVERY-th customer is the heavy affiliate's (in a program of S ≥ 10,000 sales: S/100). */
 const HEAVY_EVERY = 100;
+/**
+ * What a page shows, SMALL has too, so both sides of a comparison show full pages and the ratio
+ * is of the work behind them, not of how many rows fit: the heavy affiliate has at least
+ * HEAVY_AT_LEAST sales (a page of its sales, entries, portal rows), every program at least
+ * COUPONS_AT_LEAST coupons (a dashboard page, and the API's default page of coupons).
+ */
+const HEAVY_AT_LEAST = 100;
+const COUPONS_AT_LEAST = 60;
 
 export interface ScaleProgram {
   id: string;
@@ -183,6 +192,8 @@ interface Plan {
   sales: number;
   affiliates: number;
   coupons: number;
+  /** Every heavyEvery-th customer is the heavy affiliate's. */
+  heavyEvery: number;
   now: number;
   start: number;
   firstDue: number;
@@ -206,10 +217,10 @@ interface Plan {
   saleDays: Map<string, [number, number, number, number]> | null;
 }
 
-/** Customer (and sale) i's affiliate: every 100th is the heavy one (0), the rest go round the others. */
+/** Customer (and sale) i's affiliate: every heavyEvery-th is the heavy one (0), the rest go round the others. */
 function affiliateOf(plan: Plan, i: number): number {
-  if (i % HEAVY_EVERY === 0) return 0;
-  return 1 + ((i - Math.floor(i / HEAVY_EVERY) - 1) % (plan.affiliates - 1));
+  if (i % plan.heavyEvery === 0) return 0;
+  return 1 + ((i - Math.floor(i / plan.heavyEvery) - 1) % (plan.affiliates - 1));
 }
 
 interface SaleFacts {
@@ -270,7 +281,8 @@ function makePlan(
     holdDays: settings.holdDays,
     sales,
     affiliates,
-    coupons: Math.max(1, Math.floor(sales / 1000)),
+    coupons: Math.max(COUPONS_AT_LEAST, Math.floor(sales / 1000)),
+    heavyEvery: Math.max(2, Math.min(HEAVY_EVERY, Math.floor(sales / HEAVY_AT_LEAST))),
     now,
     start,
     firstDue,
@@ -647,8 +659,8 @@ async function programSettings(databaseUrl: string, ids: string[]): Promise<Map<
 }
 
 function describe(plan: Plan): ScaleProgram {
-  // An old sale of the heavy affiliate: its customer index is a multiple of HEAVY_EVERY.
-  const heavyIndex = HEAVY_EVERY * Math.floor(plan.sales / HEAVY_EVERY / 10);
+  // An old sale of the heavy affiliate: its customer index is a multiple of heavyEvery.
+  const heavyIndex = plan.heavyEvery * Math.floor(plan.sales / plan.heavyEvery / 10);
   return {
     id: plan.program.id,
     token: plan.program.token,

@@ -22,6 +22,7 @@ import {
   measuresOf,
   MONTH_END_SALES_PER_SECOND,
   PINGS_AFTER_PURGE_MS,
+  ratioOf,
   resetPeakRss,
   runMeasure,
   runMonthEnd,
@@ -33,6 +34,7 @@ import {
   type MeasuredRow,
   type MonthEnd,
   type Purge,
+  type Side,
 } from './scale-phases.ts';
 import { checkInvariants, openReader, OWNER, seedScale, unknownTables, type ScaleProgram, type SeedReport } from './scale-seed.ts';
 import { int, writeReport, type Markers } from './table.ts';
@@ -321,9 +323,9 @@ function renderScaleTable(
     '|---|--:|--:|--:|',
   ];
   for (const row of rows) {
-    const cell = (side: { ms: number; bytes: number }) => (row.showBytes ? `${ms(side.ms)} (${size(side.bytes)})` : ms(side.ms));
+    const cell = (side: Side) => (row.showBytes ? `${ms(side.ms)} (${size(side.bytes)}${side.rows === undefined ? '' : `, ${int(side.rows)} rows`})` : ms(side.ms));
     const failure = row.failure ? ` **FAIL**: ${row.failure}` : '';
-    lines.push(`| ${row.group}: ${row.what}${failure} | ${cell(row.small)} | ${cell(row.big)} | ${ratioCell(row.big.ms / row.small.ms)} |`);
+    lines.push(`| ${row.group}: ${row.what}${failure} | ${cell(row.small)} | ${cell(row.big)} | ${ratioCell(ratioOf(row))} |`);
   }
   const run = (m: MonthEnd) => `${int(m.seconds * 1000)} (${m.payouts === null ? '?' : int(m.payouts)} payouts${m.exitCode === 0 ? '' : `, **exit ${m.exitCode}**`})`;
   lines.push(`| Month end: \`tandem payout run\` (its own process, start to exit) | ${run(monthEnd.small)} | ${run(monthEnd.big)} | ${ratioCell(monthEnd.big.seconds / monthEnd.small.seconds)} |`);
