@@ -14,6 +14,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'api_tokens', key: ['id'] },
   { name: 'affiliates', key: ['id'] },
   { name: 'affiliate_links', key: ['id'] },
+  { name: 'affiliate_counts', key: ['program_id', 'shard', 'status'] },
   { name: 'coupons', key: ['id'] },
   { name: 'promotional_codes', key: ['id'] },
   { name: 'referrals', key: ['id'] },

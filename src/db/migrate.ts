@@ -31,6 +31,7 @@ import * as saleDays from './migrations/2026-12-03T0400-sale-days.ts';
 import * as saleSortIndexes from './migrations/2026-12-03T0500-sale-sort-indexes.ts';
 import * as saleSearch from './migrations/2026-12-03T0600-sale-search.ts';
 import * as statusListIndexes from './migrations/2026-12-03T0700-status-list-indexes.ts';
+import * as affiliateCounts from './migrations/2026-12-03T0800-affiliate-counts.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -66,6 +67,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0500-sale-sort-indexes': saleSortIndexes,
   '2026-12-03T0600-sale-search': saleSearch,
   '2026-12-03T0700-status-list-indexes': statusListIndexes,
+  '2026-12-03T0800-affiliate-counts': affiliateCounts,
 };
 
 export class MigrationError extends Error {}

@@ -377,6 +377,19 @@ export interface SaleDaysTable {
   commission: Counter;
 }
 
+/**
+ * How many affiliates of a program have one status and an id starting with one hex digit (the
+ * shard): kept by every write that adds, removes or changes the status of an affiliate, in its
+ * transaction (affiliate.repository.ts addToAffiliateCounts), so the dashboard's counts sum a
+ * few rows, not the affiliates.
+ */
+export interface AffiliateCountsTable {
+  program_id: string;
+  shard: string;
+  status: 'active' | 'inactive';
+  affiliates: Counter;
+}
+
 export interface EventsTable {
   id: string;
   program_id: string;
@@ -559,6 +572,7 @@ export interface Database {
   sale_refunds: SaleRefundsTable;
   commission_entries: CommissionEntriesTable;
   sale_days: SaleDaysTable;
+  affiliate_counts: AffiliateCountsTable;
   payouts: PayoutsTable;
   mail_outbox: MailOutboxTable;
   portal_login_tokens: PortalLoginTokensTable;
