@@ -25,7 +25,8 @@ import { createProgramsWithKeys, type SeedProgram } from './seed.ts';
 //   billing events: one Stripe invoice.paid (recorded) per sale;
 //   coupons S/1000 (at least 60), each with 50 promotional codes;
 //   the kept aggregates of these rows where the schema has them (sale_days: the sales per UTC
-//   day and shard, as its migration backfills them).
+//   day and shard; affiliate_counts: the affiliates per shard and status; as their migrations
+//   backfill them).
 // Rows are generated as they are inserted (per-affiliate arrays only): memory stays bounded.
 
 /** The owner seed.ts createProgramsWithKeys makes (its password logs the bench in to the dashboard). */
@@ -132,7 +133,8 @@ type Table =
   | 'commission_entries'
   | 'billing_events'
   | 'events'
-  | 'sale_days';
+  | 'sale_days'
+  | 'affiliate_counts';
 
 /** Each table's columns, in the order a row's values are generated. */
 const COLUMNS: Record<Table, readonly string[]> = {
@@ -168,6 +170,7 @@ const COLUMNS: Record<Table, readonly string[]> = {
   billing_events: ['program_id', 'id', 'provider', 'type', 'created_at', 'outcome', 'reason', 'referral_id', 'sale_id', 'waiting', 'customer_id'],
   events: ['id', 'program_id', 'type', 'data', 'created_at', 'sequence'],
   sale_days: ['program_id', 'day', 'shard', 'sales', 'amount', 'refunded', 'commission'],
+  affiliate_counts: ['program_id', 'shard', 'status', 'affiliates'],
 };
 
 /** Tables the seed fills, or leaves empty on purpose; any other table in the database is reported (a new one may need rows). */
@@ -215,6 +218,8 @@ interface Plan {
   owed: number;
   /** sale_days' rows (when the schema keeps them): per `day|shard`, sales, amount, refunded, net commission. */
   saleDays: Map<string, [number, number, number, number]> | null;
+  /** Whether the schema keeps affiliate_counts (its rows come from affiliateIds). */
+  keepsAffiliateCounts: boolean;
 }
 
 /** Customer (and sale) i's affiliate: every heavyEvery-th is the heavy one (0), the rest go round the others. */
@@ -260,7 +265,7 @@ function payoutTimes(plan: Plan, period: number): { madeAt: number; paidAt: numb
 
 function makePlan(
   program: SeedProgram,
-  settings: { currency: string; holdDays: number; keepsSaleDays: boolean },
+  settings: { currency: string; holdDays: number; keepsSaleDays: boolean; keepsAffiliateCounts: boolean },
   name: string,
   tag: string,
   salt: number,
@@ -301,6 +306,7 @@ function makePlan(
     minimumPayout: 0,
     owed: 0,
     saleDays: settings.keepsSaleDays ? new Map() : null,
+    keepsAffiliateCounts: settings.keepsAffiliateCounts,
   };
   // Every counter and sum, before any row is written (affiliates and payouts come first).
   for (let i = 0; i < sales; i++) {
@@ -355,6 +361,12 @@ function* programRows(plan: Plan): Generator<Row> {
     ]];
     const link = `partner-${tag}${a}`;
     yield ['affiliate_links', [plan.linkIds[a], pid, plan.affiliateIds[a], link, link, 1, 0, plan.referred[a], plan.salesOf[a], plan.revenue[a], createdAt, createdAt]];
+  }
+  if (plan.keepsAffiliateCounts) {
+    // Every affiliate is active: one row per shard (the first hex digit of the affiliate's id).
+    const shards = new Map<string, number>();
+    for (const id of plan.affiliateIds) shards.set(id[0]!, (shards.get(id[0]!) ?? 0) + 1);
+    for (const [shard, affiliates] of shards) yield ['affiliate_counts', [pid, shard, 'active', affiliates]];
   }
 
   for (let c = 0; c < plan.coupons; c++) {
@@ -605,10 +617,12 @@ export async function seedScale(databaseUrl: string, bigSales: number, smallSale
   try {
     const settings = await programSettings(databaseUrl, programs.map((p) => p.id));
     const reader = await openReader(databaseUrl);
-    const keepsSaleDays = (await tablesOf(reader)).includes('sale_days');
+    const tables = await tablesOf(reader);
+    const keepsSaleDays = tables.includes('sale_days');
+    const keepsAffiliateCounts = tables.includes('affiliate_counts');
     await reader.close();
-    const big = makePlan(programs[0]!, { ...settings.get(programs[0]!.id)!, keepsSaleDays }, names[0], 'b', 0x1000, bigSales, 0, now);
-    const small = makePlan(programs[1]!, { ...settings.get(programs[1]!.id)!, keepsSaleDays }, names[1], 's', 0x2000, smallSales, bigSales, now);
+    const big = makePlan(programs[0]!, { ...settings.get(programs[0]!.id)!, keepsSaleDays, keepsAffiliateCounts }, names[0], 'b', 0x1000, bigSales, 0, now);
+    const small = makePlan(programs[1]!, { ...settings.get(programs[1]!.id)!, keepsSaleDays, keepsAffiliateCounts }, names[1], 's', 0x2000, smallSales, bigSales, now);
     log(`  planned in ${((Date.now() - started) / 1000).toFixed(1)} s: minimum payout ${big.minimumPayout} / ${small.minimumPayout} minor units, owed affiliates ${big.owed} / ${small.owed}`);
     let count = 0;
     let lastLog = Date.now();
@@ -770,6 +784,17 @@ export async function checkInvariants(query: ReadQuery, programId: string): Prom
           from sales where program_id = ? group by ${day}, ${shard}) s
         full outer join (select * from sale_days where program_id = ?) d on d.day = s.day and d.shard = s.shard
         where s.day is null or d.day is null or s.sales <> d.sales or s.amount <> d.amount or s.refunded <> d.refunded or s.commission <> d.commission`,
+      [programId, programId],
+    ]);
+  }
+  if ((await tablesOf(query)).includes('affiliate_counts')) {
+    const shard = query.dialect === 'postgres' ? 'left(id::text, 1)' : 'substr(id, 1, 1)';
+    checks.push([
+      'affiliate counts (kept per shard and status) that differ from the affiliates',
+      `select count(*) as n from (
+          select ${shard} as shard, status, count(*) as affiliates from affiliates where program_id = ? group by ${shard}, status) a
+        full outer join (select * from affiliate_counts where program_id = ? and affiliates <> 0) c on c.shard = a.shard and c.status = a.status
+        where a.shard is null or c.shard is null or a.affiliates <> c.affiliates`,
       [programId, programId],
     ]);
   }
