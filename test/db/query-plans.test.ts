@@ -7,7 +7,7 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import type { ProgramContext } from '../../src/domain/program-context.ts';
-import { createAffiliate, getAffiliate, getAffiliatePage, getApprovalQueue } from '../../src/modules/affiliates/affiliate.service.ts';
+import { countAffiliatesMatching, createAffiliate, getAffiliate, getAffiliateCounterTotals, getAffiliatePage, getApprovalQueue } from '../../src/modules/affiliates/affiliate.service.ts';
 import { getEntryPage, getLedgerBalance } from '../../src/modules/ledger/commission.service.ts';
 import { getPortalView } from '../../src/modules/portal/portal-view.service.ts';
 import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
@@ -237,5 +237,21 @@ test("a list filtered by a state (pending payouts, the approval queue, inactive 
     // Without the state in the index, SQLite walks the program's list and tests every row (it shows as program_id=? alone).
     const reading = plan.filter((line) => /^SEARCH (payouts|affiliates|a|p)\b/.test(line));
     assert.ok(reading.length > 0 && reading.every((line) => /\(program_id=\? AND (status|approval)=\?\)/.test(line)), `\n${statement}\n${plan.join('\n')}`);
+  }
+});
+
+test("the affiliates' count (the list's, any status or one; the overview's) reads the program's kept counts, not the affiliates", async () => {
+  const reads = await plansOf(() =>
+    Promise.all([
+      countAffiliatesMatching(traced.db, program, {}),
+      countAffiliatesMatching(traced.db, program, { status: 'inactive' }),
+      getAffiliateCounterTotals(traced.db, program),
+    ]),
+  );
+  const counts = reads.filter(({ statement }) => /\baffiliate_counts\b/.test(statement));
+  assert.equal(counts.length, 3, 'each count sums the kept rows');
+  for (const { statement, plan } of counts) {
+    // The table is its primary key (without rowid): the program's rows are one range of it.
+    assert.deepEqual(plan, ['SEARCH affiliate_counts USING PRIMARY KEY (program_id=?)'], statement);
   }
 });

@@ -98,6 +98,22 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
       .filter(([, row]) => row.sales !== 0 || row.amount !== 0 || row.refunded !== 0 || row.commission !== 0),
   );
   assert.deepEqual(Object.fromEntries([...keptByKey].sort()), Object.fromEntries([...recounted].sort()), 'sale_days equal the sales recounted by day and shard');
+  await assertAffiliateCountsMatchRows(db, programId);
+}
+
+/**
+ * The program's affiliate_counts: per shard (the first hex digit of the affiliate's id) and
+ * status, how many affiliates there are; rows moved down to 0 are the same as no row.
+ */
+export async function assertAffiliateCountsMatchRows(db: Db, programId: string): Promise<void> {
+  const recounted = new Map<string, number>();
+  for (const a of await db.selectFrom('affiliates').select(['id', 'status']).where('program_id', '=', programId).execute()) {
+    const key = `${a.id.slice(0, 1)} ${a.status}`;
+    recounted.set(key, (recounted.get(key) ?? 0) + 1);
+  }
+  const kept = await db.selectFrom('affiliate_counts').select(['shard', 'status', 'affiliates']).where('program_id', '=', programId).execute();
+  const keptByKey = kept.map((row) => [`${row.shard} ${row.status}`, Number(row.affiliates)] as const).filter(([, n]) => n !== 0);
+  assert.deepEqual(Object.fromEntries(keptByKey.sort()), Object.fromEntries([...recounted].sort()), 'affiliate_counts equal the affiliates recounted by shard and status');
 }
 
 /**

@@ -23,6 +23,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('status', 'text', (c) => c.notNull())
     .addColumn('affiliates', bigint, (c) => c.notNull())
     .addPrimaryKeyConstraint('affiliate_counts_key', ['program_id', 'shard', 'status'])
+    // SQLite: the rows live in their key's order, so a program's are one range of the table.
+    .$call((table) => (pg ? table : table.modifyEnd(sql`without rowid`)))
     .execute();
   const shard = pg ? sql`left(id::text, 1)` : sql`substr(id, 1, 1)`;
   await sql`

@@ -58,17 +58,23 @@ export interface AffiliateListFilter {
   status?: 'active' | 'inactive';
 }
 
+/** Name or e-mail contains `search` (ignoring case), for a query of `affiliates as a`. */
+function matchesSearch(search: string): RawBuilder<boolean> {
+  const pattern = likeContains(search);
+  const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
+  return sql<boolean>`(${contains(sql`a.email_key`)} or ${contains(sql`lower(a.first_name || ' ' || a.last_name)`)})`;
+}
+
+const searchOf = (filter: AffiliateListFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
+
 /**
  * A text search walks the program's list index newest first and stops at a full page, so common
  * words are fast; a text that matches nobody reads the program's affiliates once.
  */
 function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter) {
   let q = selectAffiliates(db, programId);
-  if (filter.search !== undefined && filter.search.trim() !== '') {
-    const pattern = likeContains(filter.search);
-    const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
-    q = q.where((eb) => eb.or([contains(sql`a.email_key`), contains(sql`lower(a.first_name || ' ' || a.last_name)`)]));
-  }
+  const search = searchOf(filter);
+  if (search !== undefined) q = q.where(matchesSearch(search));
   if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
   return q;
 }
@@ -81,28 +87,82 @@ export function listAffiliates(db: Db, programId: string, page: PageRequest, fil
   return pageQuery(filteredAffiliates(db, programId, filter), 'a', page).execute();
 }
 
-/** How many affiliates a filter matches (every page). */
+/**
+ * How many affiliates a filter matches (every page): without a search, the program's kept
+ * counts (of one status, if the filter names one); a search counts the rows it matches.
+ */
 export async function countFilteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter): Promise<number> {
-  const row = await filteredAffiliates(db, programId, filter).clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+  const search = searchOf(filter);
+  if (search === undefined) return sumAffiliateCounts(db, programId, filter.status);
+  let q = db.selectFrom('affiliates as a').select((eb) => eb.fn.countAll().as('n')).where('a.program_id', '=', programId).where(matchesSearch(search));
+  if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
+  const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /**
  * A program's affiliates and what their kept counters add up to: every referred customer is
  * counted on the affiliate it credits (a deleted affiliate's customers go with it), every click
- * on the affiliate whose link it was.
+ * on the affiliate whose link it was. The affiliates come from the kept counts; referrals and
+ * clicks sum the affiliates' own counters.
  */
 export async function sumAffiliateCounters(db: Db, programId: string): Promise<{ affiliates: number; referrals: number; clicks: number }> {
-  const row = await db
-    .selectFrom('affiliates')
-    .select((eb) => [
-      eb.fn.countAll().as('affiliates'),
-      sql<number | string>`coalesce(sum(number_of_referred_users), 0)`.as('referrals'),
-      sql<number | string>`coalesce(sum(number_of_clicks), 0)`.as('clicks'),
-    ])
-    .where('program_id', '=', programId)
-    .executeTakeFirstOrThrow();
-  return { affiliates: Number(row.affiliates), referrals: Number(row.referrals), clicks: Number(row.clicks) };
+  const [affiliates, row] = await Promise.all([
+    sumAffiliateCounts(db, programId),
+    db
+      .selectFrom('affiliates')
+      .select([sql<number | string>`coalesce(sum(number_of_referred_users), 0)`.as('referrals'), sql<number | string>`coalesce(sum(number_of_clicks), 0)`.as('clicks')])
+      .where('program_id', '=', programId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { affiliates, referrals: Number(row.referrals), clicks: Number(row.clicks) };
+}
+
+// affiliate_counts (migration 2026-12-03T0800): a program's affiliates per shard and status,
+// kept by every write that adds one, removes one or changes its status, so counts sum at most
+// 32 rows, not the affiliates.
+
+/** The affiliate_counts shard of an affiliate: the first hex digit of its id (see the migration). */
+export const affiliateShardOf = (affiliateId: string): string => affiliateId.slice(0, 1).toLowerCase();
+
+/** One affiliate counted in (`affiliates: 1`) or out (`-1`) of its status. */
+export interface AffiliateCountChange {
+  affiliateId: string;
+  status: AffiliatesTable['status'];
+  affiliates: number;
+}
+
+const affiliateCountQuery = compiledQuery<{ programId: string; shard: string; status: string; affiliates: number }, never>((_db, param) =>
+  sql`insert into affiliate_counts (program_id, shard, status, affiliates)
+    values (${param('programId')}, ${param('shard')}, ${param('status')}, ${param('affiliates')})
+    on conflict (program_id, shard, status) do update set affiliates = affiliate_counts.affiliates + excluded.affiliates`.$castTo<never>(),
+);
+
+/**
+ * Moves the program's affiliate_counts by `changes`, merged per row and in one order (shard,
+ * then status). Callers run it last in their transaction: its rows are the last a transaction
+ * locks (after the affiliate's, its links', its sales' sale_days), so two transactions never
+ * wait for each other in a circle, and a status change takes its two rows as any other does.
+ */
+export async function addToAffiliateCounts(tx: Tx, programId: string, changes: readonly AffiliateCountChange[]): Promise<void> {
+  const merged = new Map<string, number>();
+  for (const change of changes) {
+    const key = `${affiliateShardOf(change.affiliateId)} ${change.status}`;
+    merged.set(key, (merged.get(key) ?? 0) + change.affiliates);
+  }
+  for (const key of [...merged.keys()].sort()) {
+    const [shard, status] = key.split(' ') as [string, string];
+    const affiliates = merged.get(key)!;
+    if (affiliates !== 0) await affiliateCountQuery.run(tx, { programId, shard, status, affiliates });
+  }
+}
+
+/** How many affiliates the program has (of one status, if given): the sum of its kept counts. */
+async function sumAffiliateCounts(db: Db, programId: string, status?: AffiliatesTable['status']): Promise<number> {
+  let q = db.selectFrom('affiliate_counts').select(sql<number | string>`coalesce(sum(affiliates), 0)`.as('n')).where('program_id', '=', programId);
+  if (status !== undefined) q = q.where('status', '=', status);
+  const row = await q.executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 /**

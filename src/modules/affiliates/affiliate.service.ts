@@ -19,6 +19,7 @@ import { lockReferralsOfAffiliate } from '../referrals/referral.repository.ts';
 // The forced-delete cascade runs upward into the ledger and referrals: a deletion must take back what it credited.
 import { voidSalesOf } from '../ledger/counters.ts';
 import {
+  addToAffiliateCounts,
   countAffiliateDependents,
   deleteAffiliateRow,
   findAffiliate,
@@ -107,6 +108,8 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
       const created = serializeAffiliate({ ...row, link }, program);
       await recordEvent(tx, program.id, 'affiliate.created', created, now);
       await options.onCreated?.(tx, created);
+      // Counted last: the program's count row is the last this transaction locks (see addToAffiliateCounts).
+      await addToAffiliateCounts(tx, program.id, [{ affiliateId: row.id, status: row.status, affiliates: 1 }]);
       return created;
     });
   } catch (error) {
@@ -210,6 +213,13 @@ export async function updateAffiliate(db: Db, program: ProgramContext, id: strin
       if (changes.payout_email !== undefined && changes.payout_email !== current.payout_email) {
         await queueMail(tx, program.id, payoutEmailChangedMail(program, updated, { from: current.payout_email, to: changes.payout_email }), now);
       }
+      // The status it had under the lock moves to the new one, last (see addToAffiliateCounts).
+      if (changes.status !== undefined && changes.status !== current.status) {
+        await addToAffiliateCounts(tx, program.id, [
+          { affiliateId: id, status: current.status, affiliates: -1 },
+          { affiliateId: id, status: changes.status, affiliates: 1 },
+        ]);
+      }
       return updated;
     });
   } catch (error) {
@@ -260,6 +270,7 @@ export async function deleteAffiliate(db: Db, program: ProgramContext, id: strin
     await announceTotalsChangedByCascade(tx, program, voided, now);
     const deleted = serializeAffiliate(row, program);
     await recordEvent(tx, program.id, 'affiliate.deleted', deleted, now);
+    await addToAffiliateCounts(tx, program.id, [{ affiliateId: id, status: row.status, affiliates: -1 }]);
     return deleted;
   });
 }
