@@ -140,7 +140,8 @@ type Table =
 const COLUMNS: Record<Table, readonly string[]> = {
   affiliates: [
     'id', 'program_id', 'first_name', 'last_name', 'email', 'email_key', 'email_verified', 'image', 'payout_email', 'payment_method',
-    'commission_rate', 'status', 'number_of_referred_users', 'number_of_clicks', 'total_commission_earned', 'created_at', 'updated_at',
+    'commission_rate', 'status', 'number_of_referred_users', 'number_of_clicks', 'total_commission_earned',
+    'number_of_sales', 'total_sales_amount', 'total_refunded_amount', 'created_at', 'updated_at',
   ],
   affiliate_links: ['id', 'program_id', 'affiliate_id', 'link', 'link_key', 'is_primary', 'clicks', 'referrals', 'sales', 'total_revenue', 'created_at', 'updated_at'],
   coupons: [
@@ -180,6 +181,8 @@ const KNOWN_TABLES = new Set<string>([
   'password_reset_tokens', 'billing_payments', 'billing_disputes', 'webhooks', 'webhook_deliveries', 'webhook_fanout', 'webhook_attempts',
   'idempotency_keys', 'sessions', 'integrations', 'authorization_codes', 'attempt_counters', 'instance_keys',
   'kysely_migration', 'kysely_migration_lock', 'tandem_migrations', 'tandem_migrations_lock', 'sqlite_sequence', 'sqlite_stat1', 'sqlite_stat4',
+  // SQLite's sales search (FTS5 and its shadow tables): its triggers index the sales as they are inserted.
+  'sales_search', 'sales_search_config', 'sales_search_data', 'sales_search_docsize', 'sales_search_idx',
 ]);
 
 type Row = [Table, unknown[]];
@@ -208,6 +211,8 @@ interface Plan {
   referred: Uint32Array;
   salesOf: Uint32Array;
   revenue: Float64Array;
+  /** What refunds took back of the affiliate's sales. */
+  refundedOf: Float64Array;
   commission: Float64Array;
   /** Net due balance now (due, unpaid). */
   due: Float64Array;
@@ -299,6 +304,7 @@ function makePlan(
     referred: new Uint32Array(affiliates),
     salesOf: new Uint32Array(affiliates),
     revenue: new Float64Array(affiliates),
+    refundedOf: new Float64Array(affiliates),
     commission: new Float64Array(affiliates),
     due: new Float64Array(affiliates),
     payoutAmount: new Float64Array(affiliates * PAID_PERIODS),
@@ -316,6 +322,7 @@ function makePlan(
     plan.referred[a]!++;
     plan.salesOf[a]!++;
     plan.revenue[a]! += f.total - f.refunded;
+    plan.refundedOf[a]! += f.refunded;
     plan.commission[a]! += net;
     if (plan.saleDays) {
       // The day of the sale and the shard of its affiliate (the first hex digit of its id).
@@ -357,7 +364,7 @@ function* programRows(plan: Plan): Generator<Row> {
     const email = affiliateEmail(a);
     yield ['affiliates', [
       plan.affiliateIds[a], pid, 'Partner', lastName(a), email, email, 1, null, email, 'paypal', null, 'active',
-      plan.referred[a], 0, plan.commission[a], createdAt, createdAt,
+      plan.referred[a], 0, plan.commission[a], plan.salesOf[a], plan.revenue[a]! + plan.refundedOf[a]!, plan.refundedOf[a], createdAt, createdAt,
     ]];
     const link = `partner-${tag}${a}`;
     yield ['affiliate_links', [plan.linkIds[a], pid, plan.affiliateIds[a], link, link, 1, 0, plan.referred[a], plan.salesOf[a], plan.revenue[a], createdAt, createdAt]];
@@ -730,12 +737,14 @@ export async function openReader(databaseUrl: string): Promise<ReadQuery> {
 export async function checkInvariants(query: ReadQuery, programId: string): Promise<{ checks: number; failures: string[] }> {
   const checks: [string, string, unknown[]][] = [
     [
-      "affiliates whose referred users, commission total (against their ledger entries) or commission (against their sales' net) differ",
+      "affiliates whose referred users, commission total (against their ledger entries), commission (against their sales' net) or sales' count, amount or refunds differ",
       `select count(*) as n from affiliates a
         left join (select affiliate_id, count(*) as n from referrals where program_id = ? group by affiliate_id) r on r.affiliate_id = a.id
         left join (select affiliate_id, sum(amount) as s from commission_entries where program_id = ? group by affiliate_id) e on e.affiliate_id = a.id
-        left join (select affiliate_id, sum(commission - refunded_commission) as s from sales where program_id = ? group by affiliate_id) s on s.affiliate_id = a.id
-        where a.program_id = ? and (a.number_of_referred_users <> coalesce(r.n, 0) or a.total_commission_earned <> coalesce(e.s, 0) or a.total_commission_earned <> coalesce(s.s, 0))`,
+        left join (select affiliate_id, sum(commission - refunded_commission) as s, count(*) as n, sum(total_earned) as amount, sum(refunded_amount) as refunded
+          from sales where program_id = ? group by affiliate_id) s on s.affiliate_id = a.id
+        where a.program_id = ? and (a.number_of_referred_users <> coalesce(r.n, 0) or a.total_commission_earned <> coalesce(e.s, 0) or a.total_commission_earned <> coalesce(s.s, 0)
+          or a.number_of_sales <> coalesce(s.n, 0) or a.total_sales_amount <> coalesce(s.amount, 0) or a.total_refunded_amount <> coalesce(s.refunded, 0))`,
       [programId, programId, programId, programId],
     ],
     [

@@ -32,6 +32,7 @@ import * as saleSortIndexes from './migrations/2026-12-03T0500-sale-sort-indexes
 import * as saleSearch from './migrations/2026-12-03T0600-sale-search.ts';
 import * as statusListIndexes from './migrations/2026-12-03T0700-status-list-indexes.ts';
 import * as affiliateCounts from './migrations/2026-12-03T0800-affiliate-counts.ts';
+import * as affiliateSaleTotals from './migrations/2026-12-03T0900-affiliate-sale-totals.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -68,6 +69,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0600-sale-search': saleSearch,
   '2026-12-03T0700-status-list-indexes': statusListIndexes,
   '2026-12-03T0800-affiliate-counts': affiliateCounts,
+  '2026-12-03T0900-affiliate-sale-totals': affiliateSaleTotals,
 };
 
 export class MigrationError extends Error {}

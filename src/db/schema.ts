@@ -97,6 +97,10 @@ export interface AffiliatesTable {
   number_of_referred_users: Counter;
   number_of_clicks: Counter;
   total_commission_earned: Counter;
+  /** The sales credited to it, their totalEarned and what refunds took back of them (kept like the counters above). */
+  number_of_sales: Generated<Counter>;
+  total_sales_amount: Generated<Counter>;
+  total_refunded_amount: Generated<Counter>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

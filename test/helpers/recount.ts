@@ -22,18 +22,25 @@ export async function assertCountersMatchRows(db: Db, programId: string): Promis
   const affiliates = await db
     .selectFrom('affiliates as a')
     .select(['a.id', 'a.number_of_referred_users as referred', 'a.total_commission_earned as commission', 'a.number_of_clicks as clicks'])
+    .select(['a.number_of_sales as sales', 'a.total_sales_amount as amount', 'a.total_refunded_amount as refunded'])
     .select((eb) => [
       eb.selectFrom('clicks as c').select(eb.fn.countAll().as('n')).whereRef('c.affiliate_id', '=', 'a.id').as('recounted_clicks'),
       eb.selectFrom('click_days as d').select(sql<number>`coalesce(sum(d.clicks), 0)`.as('n')).whereRef('d.affiliate_id', '=', 'a.id').as('daily_clicks'),
       eb.selectFrom('referrals as r').select(eb.fn.countAll().as('n')).whereRef('r.affiliate_id', '=', 'a.id').as('recounted_referred'),
       eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('c')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_commission'),
+      eb.selectFrom('sales as s').select(eb.fn.countAll().as('n')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_sales'),
+      eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.total_earned), 0)`.as('t')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_amount'),
+      eb.selectFrom('sales as s').select(sql<number>`coalesce(sum(s.refunded_amount), 0)`.as('r')).whereRef('s.affiliate_id', '=', 'a.id').as('recounted_refunded'),
     ])
     .where('a.program_id', '=', programId)
     .execute();
   for (const a of plain(affiliates)) {
     assert.deepEqual(
-      { referred: a.referred, commission: a.commission, clicks: a.clicks, dailyClicks: a.clicks },
-      { referred: a.recounted_referred, commission: a.recounted_commission, clicks: a.recounted_clicks, dailyClicks: a.daily_clicks },
+      { referred: a.referred, commission: a.commission, clicks: a.clicks, dailyClicks: a.clicks, sales: a.sales, amount: a.amount, refunded: a.refunded },
+      {
+        referred: a.recounted_referred, commission: a.recounted_commission, clicks: a.recounted_clicks, dailyClicks: a.daily_clicks,
+        sales: a.recounted_sales, amount: a.recounted_amount, refunded: a.recounted_refunded,
+      },
       `affiliate ${a.id}`,
     );
   }

@@ -38,7 +38,7 @@ export function findAffiliate(db: Db | Tx, programId: string, filter: { id?: str
 export const AFFILIATE_COLUMNS: ColumnSet<AffiliatesTable> = {
   id: true, program_id: true, first_name: true, last_name: true, email: true, email_key: true, email_verified: true, image: true,
   payout_email: true, payment_method: true, commission_rate: true, status: true, approval: true, portal_generation: true, number_of_referred_users: true, number_of_clicks: true,
-  total_commission_earned: true, created_at: true, updated_at: true,
+  total_commission_earned: true, number_of_sales: true, total_sales_amount: true, total_refunded_amount: true, created_at: true, updated_at: true,
 };
 
 /** Portal sign-ups waiting for the merchant, oldest first (the approval queue), and how many there are. */

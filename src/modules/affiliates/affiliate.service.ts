@@ -97,6 +97,9 @@ export async function createAffiliate(db: Db, program: ProgramContext, body: Cre
     number_of_referred_users: 0,
     number_of_clicks: 0,
     total_commission_earned: 0,
+    number_of_sales: 0,
+    total_sales_amount: 0,
+    total_refunded_amount: 0,
     created_at: now,
     updated_at: now,
   };

@@ -23,8 +23,8 @@ export function creditOf(row: Pick<SaleRow, 'affiliate_id' | 'link_id' | 'create
 
 /**
  * Adds sales to (sign 1) or takes them from (sign -1) the counters of what they credit: the
- * affiliate's totalCommissionEarned, the link's sales and totalRevenue, and the program's
- * sale_days. The one place sale counters change after a sale is written, so every path (edit,
+ * affiliate's totalCommissionEarned and its sales' count, amount and refunds, the link's sales
+ * and totalRevenue, and the program's sale_days. The one place sale counters change after a sale is written, so every path (edit,
  * refund, void, cascade) keeps them equal to a recount of the rows. The sale_days rows come
  * last (see addToSaleDays).
  */
@@ -33,7 +33,9 @@ export async function countSales(tx: Tx, programId: string, credits: SaleCredit[
   const ordered = credits.length > 1 ? [...credits].sort((a, b) => (a.affiliate_id < b.affiliate_id ? -1 : a.affiliate_id > b.affiliate_id ? 1 : 0)) : credits;
   for (const credit of ordered) {
     const revenue = credit.amount - credit.refunded;
-    if (credit.commission !== 0 && !(await addToAffiliateCounters(tx, credit.affiliate_id, { referredUsers: 0, commission: sign * credit.commission }))) {
+    const moves = credit.commission !== 0 || countsAsSale || credit.amount !== 0 || credit.refunded !== 0;
+    const delta = { referredUsers: 0, commission: sign * credit.commission, sales: countsAsSale ? sign : 0, amount: sign * credit.amount, refunded: sign * credit.refunded };
+    if (moves && !(await addToAffiliateCounters(tx, credit.affiliate_id, delta))) {
       throw counterLimit(pointer, "the affiliate's totalCommissionEarned");
     }
     if (credit.link_id !== null && (countsAsSale || revenue !== 0)) {

@@ -23,6 +23,10 @@ import { toIso } from '../../domain/clock.ts';
 export interface AffiliateCounterDeltas {
   referredUsers?: unknown;
   commission?: unknown;
+  /** The sales credited to it, their totalEarned and what refunds took back of them (the sales list's totals by affiliate). */
+  sales?: unknown;
+  amount?: unknown;
+  refunded?: unknown;
 }
 
 /** Moves an affiliate's counters; `bounded`: only while the commission total stays within MAX_MINOR_UNITS. */
@@ -30,6 +34,9 @@ export function affiliateCountersUpdate(affiliateId: unknown, delta: AffiliateCo
   const set: RawBuilder<unknown>[] = [];
   if (delta.referredUsers !== undefined) set.push(sql`number_of_referred_users = number_of_referred_users + ${delta.referredUsers}`);
   if (delta.commission !== undefined) set.push(sql`total_commission_earned = total_commission_earned + ${delta.commission}`);
+  if (delta.sales !== undefined) set.push(sql`number_of_sales = number_of_sales + ${delta.sales}`);
+  if (delta.amount !== undefined) set.push(sql`total_sales_amount = total_sales_amount + ${delta.amount}`);
+  if (delta.refunded !== undefined) set.push(sql`total_refunded_amount = total_refunded_amount + ${delta.refunded}`);
   const bound = bounded ? sql` and total_commission_earned + ${delta.commission} <= ${sql.lit(MAX_MINOR_UNITS)}` : sql``;
   return sql`update affiliates set ${sql.join(set)} where id = ${affiliateId}${bound}`;
 }
@@ -56,8 +63,21 @@ export function linkCountersUpdate(linkId: unknown, delta: LinkCounterDeltas, bo
 
 type CounterShape = 'bounded' | 'unbounded';
 
-const affiliateCountersQuery = compiledQuery<{ affiliateId: string; referredUsers: number; commission: number }, never, CounterShape>((_db, param, shape) =>
-  affiliateCountersUpdate(param('affiliateId'), { referredUsers: param('referredUsers'), commission: param('commission') }, shape === 'bounded').$castTo<never>(),
+/** What moves an affiliate's counters: its customers, and the sales credited to it (their commission, count, amounts, refunds). */
+export interface AffiliateCounterMove {
+  referredUsers: number;
+  commission: number;
+  sales?: number;
+  amount?: number;
+  refunded?: number;
+}
+
+const affiliateCountersQuery = compiledQuery<{ affiliateId: string } & Required<AffiliateCounterMove>, never, CounterShape>((_db, param, shape) =>
+  affiliateCountersUpdate(
+    param('affiliateId'),
+    { referredUsers: param('referredUsers'), commission: param('commission'), sales: param('sales'), amount: param('amount'), refunded: param('refunded') },
+    shape === 'bounded',
+  ).$castTo<never>(),
 );
 
 const linkCountersQuery = compiledQuery<{ linkId: string; referrals: number; sales: number; revenue: number }, never, CounterShape>((_db, param, shape) =>
@@ -65,9 +85,9 @@ const linkCountersQuery = compiledQuery<{ linkId: string; referrals: number; sal
 );
 
 /** Moves the affiliate's counters by `delta`. False, and nothing changed, when the commission total would pass MAX_MINOR_UNITS. */
-export async function addToAffiliateCounters(tx: Tx, affiliateId: string, delta: { referredUsers: number; commission: number }): Promise<boolean> {
+export async function addToAffiliateCounters(tx: Tx, affiliateId: string, delta: AffiliateCounterMove): Promise<boolean> {
   const bounded = delta.commission > 0;
-  const { numAffectedRows } = await affiliateCountersQuery.run(tx, { affiliateId, ...delta }, bounded ? 'bounded' : 'unbounded');
+  const { numAffectedRows } = await affiliateCountersQuery.run(tx, { affiliateId, sales: 0, amount: 0, refunded: 0, ...delta }, bounded ? 'bounded' : 'unbounded');
   return !bounded || numAffectedRows! > 0n;
 }
 
@@ -193,6 +213,26 @@ export async function sumAllSaleDays(db: Db, programId: string): Promise<{ count
     .where('program_id', '=', programId)
     .executeTakeFirstOrThrow();
   return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
+}
+
+/**
+ * What the sales credited to an affiliate add up to, from its kept counters (the sales list
+ * filtered by that affiliate alone): its sales, their amounts, what was refunded of them, and
+ * their commission net of refunds (its totalCommissionEarned). Zeros for an affiliate not found.
+ */
+export async function sumAffiliateSales(db: Db, programId: string, affiliateId: string): Promise<{ count: number; amount: number; refunded: number; commission: number }> {
+  const row = await db
+    .selectFrom('affiliates')
+    .select(['number_of_sales', 'total_sales_amount', 'total_refunded_amount', 'total_commission_earned'])
+    .where('program_id', '=', programId)
+    .where('id', '=', affiliateId)
+    .executeTakeFirst();
+  return {
+    count: Number(row?.number_of_sales ?? 0),
+    amount: Number(row?.total_sales_amount ?? 0),
+    refunded: Number(row?.total_refunded_amount ?? 0),
+    commission: Number(row?.total_commission_earned ?? 0),
+  };
 }
 
 /**

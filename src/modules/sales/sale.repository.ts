@@ -185,13 +185,13 @@ type NewSaleParams = NewSaleRow & NewSaleWrites & { day: string; shard: string }
 
 /**
  * Which counters a new sale moves (ledger rules, as countSales applies them): the affiliate's
- * commission total unless the commission is 0; the link's sales, and its revenue total (bounded)
- * when revenue grows, when the sale has a link.
+ * sales, their amount and its commission total (bounded when the commission grows it); the
+ * link's sales, and its revenue total (bounded) when revenue grows, when the sale has a link.
  */
-type NewSaleShape = `${'affiliate' | 'no-affiliate'} ${'link-revenue' | 'link' | 'no-link'}`;
+type NewSaleShape = `${'affiliate-commission' | 'affiliate'} ${'link-revenue' | 'link' | 'no-link'}`;
 
 function newSaleShape(row: NewSaleRow): NewSaleShape {
-  return `${Number(row.commission) !== 0 ? 'affiliate' : 'no-affiliate'} ${row.link_id === null ? 'no-link' : Number(row.total_earned) > 0 ? 'link-revenue' : 'link'}`;
+  return `${Number(row.commission) > 0 ? 'affiliate-commission' : 'affiliate'} ${row.link_id === null ? 'no-link' : Number(row.total_earned) > 0 ? 'link-revenue' : 'link'}`;
 }
 
 /**
@@ -204,7 +204,8 @@ function newSaleShape(row: NewSaleRow): NewSaleShape {
 const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affiliate_rows: number | string; link_rows: number | string }, NewSaleShape>((_db, param, shape) => {
   const [affiliate, link] = shape!.split(' ');
   const none = sql`select 1 where false`;
-  const affiliateUpdate = affiliate === 'affiliate' ? sql`${affiliateCountersUpdate(param('affiliate_id'), { commission: param('commission') }, true)} returning 1` : none;
+  const affiliateDelta = { commission: param('commission'), sales: sql.lit(1), amount: param('total_earned') };
+  const affiliateUpdate = sql`${affiliateCountersUpdate(param('affiliate_id'), affiliateDelta, affiliate === 'affiliate-commission')} returning 1`;
   // The link's row is locked after the affiliate's (the order of every transaction, see lockOrderAfter).
   const linkUpdate =
     link === 'no-link'
@@ -244,14 +245,14 @@ const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affilia
  */
 export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: NewSaleWrites): Promise<{ id: number; affiliateMoved: boolean; linkMoved: boolean }> {
   const shape = newSaleShape(row);
-  const [affiliate, link] = shape.split(' ');
+  const [, link] = shape.split(' ');
   if (dialectOf(tx) === 'postgres') {
     const result = (await newSaleQuery.first(tx, { ...row, ...writes, day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id) }, shape))!;
-    return { id: Number(result.id), affiliateMoved: affiliate === 'no-affiliate' || Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
+    return { id: Number(result.id), affiliateMoved: Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
   }
   const id = await insertSale(tx, row);
   const commission = Number(row.commission);
-  const affiliateMoved = affiliate === 'no-affiliate' || (await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 0, commission }));
+  const affiliateMoved = await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 0, commission, sales: 1, amount: Number(row.total_earned) });
   const linkMoved = link === 'no-link' || (await addToLinkCounters(tx, row.link_id!, { referrals: 0, sales: 1, revenue: Number(row.total_earned) }));
   if (!affiliateMoved || !linkMoved) return { id, affiliateMoved, linkMoved };
   await addToSaleDays(tx, row.program_id, [{ day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id), sales: 1, amount: Number(row.total_earned), refunded: 0, commission }]);

@@ -34,7 +34,7 @@ import {
 } from './sale.repository.ts';
 import type { CreateSaleBody, RefundSaleBody, Sale, UpdateSaleBody } from './sale.schema.ts';
 import { counterLimit, countSales, creditOf, recountEditedSale } from '../ledger/counters.ts';
-import { sumAllSaleDays } from '../ledger/ledger.repository.ts';
+import { sumAffiliateSales, sumAllSaleDays } from '../ledger/ledger.repository.ts';
 import { narrowsList } from '../../domain/list-filter.ts';
 import { appendChangeEntries, saleEntryDueAt } from '../ledger/entries.ts';
 
@@ -261,11 +261,15 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
 
 /**
  * What the sales a filter matches add up to (the dashboard's totals line), in minor units. With
- * no filter, the program's kept sale_days (a few rows a day) rather than every sale; a search
+ * no filter, the program's kept sale_days (a few rows a day) rather than every sale, and with
+ * one affiliate alone that affiliate's kept counters; a search
  * matching more than SEARCH_COUNT_CAP sales only says so (db/text-search.ts).
  */
 export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals | CappedSaleTotals> {
-  return narrowsList(filter) ? sumFilteredSales(db, program.id, filter) : sumAllSaleDays(db, program.id);
+  if (!narrowsList(filter)) return sumAllSaleDays(db, program.id);
+  // One affiliate and nothing else: its kept counters (ledger/counters.ts), not its sales.
+  if (filter.affiliateId !== undefined && !narrowsList({ ...filter, affiliateId: undefined })) return sumAffiliateSales(db, program.id, filter.affiliateId);
+  return sumFilteredSales(db, program.id, filter);
 }
 
 /** A sale as its dashboard page shows it: the API's Sale, and how its commission came about (amounts in major units). */
