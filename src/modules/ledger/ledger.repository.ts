@@ -200,8 +200,8 @@ export async function sumSaleDays(db: Db, programId: string, sinceDay: string): 
   return rows.map((r) => ({ day: r.day, count: Number(r.count), revenue: Number(r.revenue), commission: Number(r.commission) }));
 }
 
-/** A program's sales of all time (minor units; commission net of refunds): the sum of its sale_days. */
-export async function sumAllSaleDays(db: Db, programId: string): Promise<{ count: number; amount: number; refunded: number; commission: number }> {
+/** A program's sales of all time, or of the UTC days [from, before) (minor units; commission net of refunds): the sum of its sale_days. */
+export async function sumAllSaleDays(db: Db, programId: string, days: { from?: string; before?: string } = {}): Promise<{ count: number; amount: number; refunded: number; commission: number }> {
   const row = await db
     .selectFrom('sale_days')
     .select([
@@ -211,6 +211,8 @@ export async function sumAllSaleDays(db: Db, programId: string): Promise<{ count
       sql<number | string>`coalesce(sum(commission), 0)`.as('commission'),
     ])
     .where('program_id', '=', programId)
+    .$if(days.from !== undefined, (q) => q.where('day', '>=', days.from!))
+    .$if(days.before !== undefined, (q) => q.where('day', '<', days.before!))
     .executeTakeFirstOrThrow();
   return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
 }

@@ -135,21 +135,20 @@ export interface CappedSaleTotals {
 
 /** What a filtered list adds up to (every page, not only the one shown); a search's past SEARCH_COUNT_CAP sales only says so. */
 export async function sumFilteredSales(db: Db, programId: string, filter: SaleFilter, searchCap = SEARCH_COUNT_CAP): Promise<FilteredSaleTotals | CappedSaleTotals> {
-  let read: SearchRead = 'like';
-  if (searches(filter)) {
-    const plan = await planSearch(db, programId, filter, searchCap);
-    if (plan.matches > searchCap) return { moreThan: searchCap };
-    read = plan.read;
-  }
-  const row = await selectSales(db, programId, filter, read)
-    .clearSelect()
+  const searching = searches(filter);
+  const read: SearchRead = searching && dialectOf(db) === 'sqlite' && trigramPhrase(filter.search!) !== undefined ? 'trigram-table' : 'like';
+  const matching = selectSales(db, programId, filter, read).clearSelect().select(['s.total_earned', 's.refunded_amount', 's.commission', 's.refunded_commission']);
+  // A search adds up no more than the cap and one: one more says "more than" (one statement either way).
+  const row = await db
+    .selectFrom((searching ? matching.limit(searchCap + 1) : matching).as('m'))
     .select((eb) => [
       eb.fn.countAll().as('count'),
-      sql<number | string>`coalesce(sum(s.total_earned), 0)`.as('amount'),
-      sql<number | string>`coalesce(sum(s.refunded_amount), 0)`.as('refunded'),
-      sql<number | string>`coalesce(sum(s.commission - s.refunded_commission), 0)`.as('commission'),
+      sql<number | string>`coalesce(sum(m.total_earned), 0)`.as('amount'),
+      sql<number | string>`coalesce(sum(m.refunded_amount), 0)`.as('refunded'),
+      sql<number | string>`coalesce(sum(m.commission - m.refunded_commission), 0)`.as('commission'),
     ])
     .executeTakeFirstOrThrow();
+  if (Number(row.count) > searchCap) return { moreThan: searchCap };
   return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
 }
 

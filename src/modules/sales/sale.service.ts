@@ -259,14 +259,25 @@ export async function getSalePage(db: Db, program: ProgramContext, query: SaleQu
   return mapPage(pageOf(await listSales(db, program.id, filter, page), page), (row) => serializeSale(row, program));
 }
 
+/** The UTC day (YYYY-MM-DD) an instant is the midnight of; undefined for none, null when it is not a day's start. */
+function utcDayAt(instant: string | undefined): string | undefined | null {
+  if (instant === undefined) return undefined;
+  return /^\d{4}-\d{2}-\d{2}T00:00:00(\.0+)?Z$/.test(instant) ? instant.slice(0, 10) : null;
+}
+
 /**
  * What the sales a filter matches add up to (the dashboard's totals line), in minor units. With
- * no filter, the program's kept sale_days (a few rows a day) rather than every sale, and with
- * one affiliate alone that affiliate's kept counters; a search
+ * no filter, the program's kept sale_days (a few rows a day) rather than every sale — with a
+ * range of whole UTC days alone, those days' rows —, and with one affiliate alone that
+ * affiliate's kept counters; a search
  * matching more than SEARCH_COUNT_CAP sales only says so (db/text-search.ts).
  */
 export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilter): Promise<FilteredSaleTotals | CappedSaleTotals> {
   if (!narrowsList(filter)) return sumAllSaleDays(db, program.id);
+  // Whole UTC days and nothing else (the dashboard's date filter): the kept days in the range.
+  const { createdFrom, createdBefore, ...others } = filter;
+  const [from, before] = [utcDayAt(createdFrom), utcDayAt(createdBefore)];
+  if (!narrowsList(others) && from !== null && before !== null) return sumAllSaleDays(db, program.id, { from, before });
   // One affiliate and nothing else: its kept counters (ledger/counters.ts), not its sales.
   if (filter.affiliateId !== undefined && !narrowsList({ ...filter, affiliateId: undefined })) return sumAffiliateSales(db, program.id, filter.affiliateId);
   return sumFilteredSales(db, program.id, filter);
