@@ -25,8 +25,8 @@ import { createProgramsWithKeys, type SeedProgram } from './seed.ts';
 //   billing events: one Stripe invoice.paid (recorded) per sale;
 //   coupons S/1000 (at least 60), each with 50 promotional codes;
 //   the kept aggregates of these rows where the schema has them (sale_days: the sales per UTC
-//   day and shard; affiliate_counts: the affiliates per shard and status; as their migrations
-//   backfill them).
+//   day and shard; affiliate_counts: the affiliates per shard and status; unpaid_days: the
+//   unpaid entries per due day and shard; as their migrations backfill them).
 // Rows are generated as they are inserted (per-affiliate arrays only): memory stays bounded.
 
 /** The owner seed.ts createProgramsWithKeys makes (its password logs the bench in to the dashboard). */
@@ -134,6 +134,7 @@ type Table =
   | 'billing_events'
   | 'events'
   | 'sale_days'
+  | 'unpaid_days'
   | 'affiliate_counts';
 
 /** Each table's columns, in the order a row's values are generated. */
@@ -171,6 +172,7 @@ const COLUMNS: Record<Table, readonly string[]> = {
   billing_events: ['program_id', 'id', 'provider', 'type', 'created_at', 'outcome', 'reason', 'referral_id', 'sale_id', 'waiting', 'customer_id'],
   events: ['id', 'program_id', 'type', 'data', 'created_at', 'sequence'],
   sale_days: ['program_id', 'day', 'shard', 'sales', 'amount', 'refunded', 'commission'],
+  unpaid_days: ['program_id', 'due_day', 'shard', 'held', 'in_payout', 'amount'],
   affiliate_counts: ['program_id', 'shard', 'status', 'affiliates'],
 };
 
@@ -225,6 +227,8 @@ interface Plan {
   saleDays: Map<string, [number, number, number, number]> | null;
   /** Whether the schema keeps affiliate_counts (its rows come from affiliateIds). */
   keepsAffiliateCounts: boolean;
+  /** Whether the schema keeps unpaid_days (its rows are summed as the entries are written). */
+  keepsUnpaidDays: boolean;
 }
 
 /** Customer (and sale) i's affiliate: every heavyEvery-th is the heavy one (0), the rest go round the others. */
@@ -270,7 +274,7 @@ function payoutTimes(plan: Plan, period: number): { madeAt: number; paidAt: numb
 
 function makePlan(
   program: SeedProgram,
-  settings: { currency: string; holdDays: number; keepsSaleDays: boolean; keepsAffiliateCounts: boolean },
+  settings: { currency: string; holdDays: number; keepsSaleDays: boolean; keepsAffiliateCounts: boolean; keepsUnpaidDays: boolean },
   name: string,
   tag: string,
   salt: number,
@@ -313,6 +317,7 @@ function makePlan(
     owed: 0,
     saleDays: settings.keepsSaleDays ? new Map() : null,
     keepsAffiliateCounts: settings.keepsAffiliateCounts,
+    keepsUnpaidDays: settings.keepsUnpaidDays,
   };
   // Every counter and sum, before any row is written (affiliates and payouts come first).
   for (let i = 0; i < sales; i++) {
@@ -356,6 +361,8 @@ function* programRows(plan: Plan): Generator<Row> {
   const { program, tag } = plan;
   const pid = program.id;
   const TAG = tag.toUpperCase();
+  /** unpaid_days' sums (per `due day|shard`) of the unpaid entries written below. */
+  const unpaid = new Map<string, number>();
   const affiliateEmail = (a: number) => `affiliate${a}.${tag}@partners.example.com`;
   const lastName = (a: number) => (a === 0 ? `Heavy ${TAG}` : `${TAG}${a}`);
 
@@ -429,16 +436,26 @@ function* programRows(plan: Plan): Generator<Row> {
     const paidAt = f.period >= 0 ? iso(payoutTimes(plan, f.period).paidAt) : null;
     const dueAt = iso(f.dueAt);
     yield ['commission_entries', [++entryId, pid, affiliateId, f.id, payoutId, 'sale', f.commission, plan.currency, dueAt, null, paidAt, at]];
+    // Unpaid entries are in no payout and not held: their day's row (as the migration sums them).
+    const unpaidKey = `${dueAt.slice(0, 10)}|${affiliateId!.slice(0, 1)}`;
+    if (paidAt === null) unpaid.set(unpaidKey, (unpaid.get(unpaidKey) ?? 0) + f.commission);
     if (f.refunded) {
       yield ['sale_refunds', [pseudoUuid(plan.salt + 4, i), pid, f.id, f.refunded, f.taken, refundedAt]];
       // The sale's entry was unpaid and in no payout when the refund came: the refund falls due with it.
       yield ['commission_entries', [++entryId, pid, affiliateId, f.id, payoutId, 'refund', -f.taken, plan.currency, dueAt, null, paidAt, refundedAt]];
+      if (paidAt === null) unpaid.set(unpaidKey, (unpaid.get(unpaidKey) ?? 0) - f.taken);
     }
     yield ['billing_events', [pid, `evt_${tag}_invoice_${i}`, 'stripe', 'invoice.paid', at, 'recorded', null, referralId, f.id, null, customerId]];
   }
   for (const [key, [sales, amount, refunded, commission]] of plan.saleDays ?? []) {
     const [day, shard] = key.split('|');
     yield ['sale_days', [pid, day, shard, sales, amount, refunded, commission]];
+  }
+  if (plan.keepsUnpaidDays) {
+    for (const [key, amount] of unpaid) {
+      const [dueDay, shard] = key.split('|');
+      if (amount !== 0) yield ['unpaid_days', [pid, dueDay, shard, 0, 0, amount]];
+    }
   }
 }
 
@@ -627,9 +644,10 @@ export async function seedScale(databaseUrl: string, bigSales: number, smallSale
     const tables = await tablesOf(reader);
     const keepsSaleDays = tables.includes('sale_days');
     const keepsAffiliateCounts = tables.includes('affiliate_counts');
+    const keepsUnpaidDays = tables.includes('unpaid_days');
     await reader.close();
-    const big = makePlan(programs[0]!, { ...settings.get(programs[0]!.id)!, keepsSaleDays, keepsAffiliateCounts }, names[0], 'b', 0x1000, bigSales, 0, now);
-    const small = makePlan(programs[1]!, { ...settings.get(programs[1]!.id)!, keepsSaleDays, keepsAffiliateCounts }, names[1], 's', 0x2000, smallSales, bigSales, now);
+    const big = makePlan(programs[0]!, { ...settings.get(programs[0]!.id)!, keepsSaleDays, keepsAffiliateCounts, keepsUnpaidDays }, names[0], 'b', 0x1000, bigSales, 0, now);
+    const small = makePlan(programs[1]!, { ...settings.get(programs[1]!.id)!, keepsSaleDays, keepsAffiliateCounts, keepsUnpaidDays }, names[1], 's', 0x2000, smallSales, bigSales, now);
     log(`  planned in ${((Date.now() - started) / 1000).toFixed(1)} s: minimum payout ${big.minimumPayout} / ${small.minimumPayout} minor units, owed affiliates ${big.owed} / ${small.owed}`);
     let count = 0;
     let lastLog = Date.now();
@@ -793,6 +811,22 @@ export async function checkInvariants(query: ReadQuery, programId: string): Prom
           from sales where program_id = ? group by ${day}, ${shard}) s
         full outer join (select * from sale_days where program_id = ?) d on d.day = s.day and d.shard = s.shard
         where s.day is null or d.day is null or s.sales <> d.sales or s.amount <> d.amount or s.refunded <> d.refunded or s.commission <> d.commission`,
+      [programId, programId],
+    ]);
+  }
+  if ((await tablesOf(query)).includes('unpaid_days')) {
+    const day = query.dialect === 'postgres' ? "to_char(due_at at time zone 'UTC', 'YYYY-MM-DD')" : 'substr(due_at, 1, 10)';
+    const shard = query.dialect === 'postgres' ? 'left(affiliate_id::text, 1)' : 'substr(affiliate_id, 1, 1)';
+    const held = 'case when held_by is null then 0 else 1 end';
+    const inPayout = 'case when payout_id is null then 0 else 1 end';
+    checks.push([
+      'unpaid days (kept sums per due day, shard, hold and payout) that differ from the unpaid entries',
+      `select count(*) as n from (
+          select ${day} as due_day, ${shard} as shard, ${held} as held, ${inPayout} as in_payout, sum(amount) as amount
+          from commission_entries where program_id = ? and paid_at is null group by ${day}, ${shard}, ${held}, ${inPayout}) e
+        full outer join (select * from unpaid_days where program_id = ? and amount <> 0) d
+          on d.due_day = e.due_day and d.shard = e.shard and d.held = e.held and d.in_payout = e.in_payout
+        where (e.due_day is null or d.due_day is null or e.amount <> d.amount) and coalesce(e.amount, 0) <> coalesce(d.amount, 0)`,
       [programId, programId],
     ]);
   }

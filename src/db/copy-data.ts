@@ -23,6 +23,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'payouts', key: ['id'] },
   { name: 'commission_entries', key: ['id'] },
   { name: 'sale_days', key: ['program_id', 'day', 'shard'] },
+  { name: 'unpaid_days', key: ['program_id', 'due_day', 'shard', 'held', 'in_payout'] },
   { name: 'clicks', key: ['id'] },
   { name: 'click_days', key: ['id'] },
   { name: 'events', key: ['id'] },

@@ -33,6 +33,7 @@ import * as saleSearch from './migrations/2026-12-03T0600-sale-search.ts';
 import * as statusListIndexes from './migrations/2026-12-03T0700-status-list-indexes.ts';
 import * as affiliateCounts from './migrations/2026-12-03T0800-affiliate-counts.ts';
 import * as affiliateSaleTotals from './migrations/2026-12-03T0900-affiliate-sale-totals.ts';
+import * as unpaidDays from './migrations/2026-12-03T1000-unpaid-days.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -70,6 +71,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0700-status-list-indexes': statusListIndexes,
   '2026-12-03T0800-affiliate-counts': affiliateCounts,
   '2026-12-03T0900-affiliate-sale-totals': affiliateSaleTotals,
+  '2026-12-03T1000-unpaid-days': unpaidDays,
 };
 
 export class MigrationError extends Error {}

@@ -368,6 +368,25 @@ export interface PromotionalCodesTable {
  * the affiliate's id): kept by every write that changes what sales add up to, in its transaction
  * (ledger/counters.ts), so totals and charts sum days, not sales.
  */
+/**
+ * A program's unpaid commission by the UTC day its entries fall due (migration
+ * 2026-12-03T1000): per shard (as sale_days), held or not, in a payout or not, the sum of the
+ * unpaid entries' amounts; moved by every ledger write that adds an unpaid entry or changes one
+ * (ledger.repository.ts), so a balance sums days, not entries.
+ */
+export interface UnpaidDaysTable {
+  program_id: string;
+  /** YYYY-MM-DD, the UTC day of the entries' due_at. */
+  due_day: string;
+  shard: string;
+  /** 1: held (held_by set); 0: not. */
+  held: number;
+  /** 1: a payout holds them (payout_id set); 0: not. */
+  in_payout: number;
+  /** Minor units. */
+  amount: Counter;
+}
+
 export interface SaleDaysTable {
   program_id: string;
   /** YYYY-MM-DD, the sale's own UTC day. */
@@ -576,6 +595,7 @@ export interface Database {
   sale_refunds: SaleRefundsTable;
   commission_entries: CommissionEntriesTable;
   sale_days: SaleDaysTable;
+  unpaid_days: UnpaidDaysTable;
   affiliate_counts: AffiliateCountsTable;
   payouts: PayoutsTable;
   mail_outbox: MailOutboxTable;

@@ -14,6 +14,7 @@ import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } fr
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
 import { postStripeEvent, stripeEvent } from '../helpers/stripe-events.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 import { readFileSync } from 'node:fs';
 
@@ -130,6 +131,8 @@ describe('Stripe webhooks', () => {
     await deliver(programId, dispute('pi_won', 'needs_response'), secret);
     await deliver(programId, dispute('pi_lost', 'needs_response'), secret);
     assert.deepEqual((await api.post('/payouts', {})).body, [], 'held: nothing is due');
+    // The kept sums (unpaid_days) and the balance follow each hold and release.
+    await assertLedgerMatchesCounters(rawDb(t), programId);
     const due = async () => (await api.get(`/commissions?affiliateId=${affiliate.id}&status=due`)).body.reduce((sum: number, e: any) => sum + e.amount, 0);
     assert.equal(await due(), 0);
     // Held is a state, not a far due date (CONTRACT "Affiliates' experience": no sentinel values).
@@ -138,14 +141,17 @@ describe('Stripe webhooks', () => {
     assert.deepEqual((await api.get(`/commissions?affiliateId=${affiliate.id}&status=pending`)).body, [], 'a held entry is not pending');
     await deliver(programId, dispute('pi_won', 'won', 'charge.dispute.closed'), secret);
     assert.equal(await due(), 20, 'won: due at once');
+    await assertLedgerMatchesCounters(rawDb(t), programId);
     const released = (await api.get(`/commissions?affiliateId=${affiliate.id}&status=due`)).body[0];
     assert.deepEqual([released.status, 'heldBy' in released, typeof released.dueAt], ['due', false, 'string']);
     await deliver(programId, dispute('pi_lost', 'lost', 'charge.dispute.closed'), secret);
     assert.equal(await due(), 20, 'lost: taken back (sale + refund net to 0)');
     const lost = (await api.get('/sales')).body.find((s: any) => s.externalInvoiceId === 'in_lost');
     assert.deepEqual([lost.status, lost.commission], ['refunded', 0]);
+    await assertLedgerMatchesCounters(rawDb(t), programId);
     const [payout] = (await api.post('/payouts', {})).body;
     assert.equal(payout.amount, 20);
+    await assertLedgerMatchesCounters(rawDb(t), programId);
   });
 
   /** A program (no hold) with one referred customer and one paid invoice (pi_1) earning 20: its API and what to send disputes with. */

@@ -196,13 +196,18 @@ test('the sales list sorted by amount or commission walks an index in that order
   }
 });
 
-test('a ledger balance (portal, affiliate page, payouts page) reads the unpaid entries only, from their covering index', async () => {
+test("an affiliate's ledger balance (portal, affiliate page) reads its unpaid entries only, from their covering index; the program's (payouts page) only today's", async () => {
+  const expected = {
+    affiliate: ['SEARCH commission_entries USING COVERING INDEX commission_entries_unpaid'],
+    // The program's: unpaid_days for every other day, and today's unpaid entries by due time.
+    program: ['SEARCH commission_entries USING INDEX commission_entries_unpaid_due', 'SEARCH commission_entries USING INDEX commission_entries_unpaid_due'],
+  };
   for (const affiliateId of [heavyId, undefined]) {
     const reads = await plansOf(() => getLedgerBalance(traced.db, program, affiliateId));
     const entries = reads.flatMap((read) => read.plan).filter((line) => /^(SCAN|SEARCH) commission_entries\b/.test(line));
     assert.deepEqual(
       entries.map((line) => line.replace(/ \(.*\)$/, '')),
-      ['SEARCH commission_entries USING COVERING INDEX commission_entries_unpaid'],
+      expected[affiliateId === undefined ? 'program' : 'affiliate'],
       reads.map((read) => `${read.statement}\n${read.plan.join('\n')}`).join('\n'),
     );
   }

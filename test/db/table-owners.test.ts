@@ -24,6 +24,7 @@ const OWNERS: Record<string, string> = {
   click_days: 'modules/ledger',
   clicks: 'modules/tracking',
   commission_entries: 'modules/ledger',
+  unpaid_days: 'modules/ledger',
   coupons: 'modules/coupons',
   events: 'modules/events',
   idempotency_keys: 'http',

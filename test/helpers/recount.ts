@@ -180,18 +180,40 @@ export async function assertLedgerMatchesCounters(db: Db, programId: string): Pr
   // The balances the portal, the affiliate page and the payouts page show (read from the unpaid
   // entries and the kept totals) equal the sums of every entry, for the program and each affiliate.
   const now = new Date().toISOString();
-  const balanceOf = (own: typeof entries) => {
+  const balanceOf = (own: typeof entries, at = now) => {
     const sum = (keep: (e: (typeof entries)[number]) => boolean) => own.filter(keep).reduce((total, e) => total + Number(e.amount), 0);
     const unpaid = (e: (typeof entries)[number]) => e.paid_at === null;
-    const dueNow = (e: (typeof entries)[number]) => unpaid(e) && e.held_by === null && toIso(e.due_at) <= now;
+    const dueNow = (e: (typeof entries)[number]) => unpaid(e) && e.held_by === null && toIso(e.due_at) <= at;
     return {
-      pending: sum((e) => unpaid(e) && (e.held_by !== null || toIso(e.due_at) > now)),
+      pending: sum((e) => unpaid(e) && (e.held_by !== null || toIso(e.due_at) > at)),
       held: sum((e) => unpaid(e) && e.held_by !== null),
       due: sum(dueNow),
       dueOutsidePayouts: sum((e) => dueNow(e) && e.payout_id === null),
       paid: sum((e) => e.paid_at !== null),
     };
   };
+  // The program's balance is read from unpaid_days, split at `now` within today by today's
+  // entries: it must hold at any instant, at an entry's due time, just before it, and at the
+  // start and end of its day.
+  const instants = new Set<string>();
+  for (const e of entries.slice(0, 25)) {
+    const due = Date.parse(toIso(e.due_at));
+    const dayStart = Date.parse(`${toIso(e.due_at).slice(0, 10)}T00:00:00.000Z`);
+    for (const t of [due, due - 1, dayStart, dayStart - 1, dayStart + 86_400_000 - 1]) instants.add(new Date(t).toISOString());
+  }
+  for (const at of instants) assert.deepEqual(await ledgerBalance(db, programId, at), balanceOf(entries, at), `the program balance at ${at} equals the sums of its entries`);
+  // unpaid_days holds the unpaid entries' sums by due day, shard, hold and payout.
+  const kept = new Map<string, number>();
+  for (const row of await db.selectFrom('unpaid_days').selectAll().where('program_id', '=', programId).execute()) {
+    if (Number(row.amount) !== 0) kept.set(`${row.due_day} ${row.shard} ${row.held} ${row.in_payout}`, Number(row.amount));
+  }
+  const recounted = new Map<string, number>();
+  for (const e of entries.filter((entry) => entry.paid_at === null)) {
+    const key = `${toIso(e.due_at).slice(0, 10)} ${e.affiliate_id.slice(0, 1)} ${e.held_by === null ? 0 : 1} ${e.payout_id === null ? 0 : 1}`;
+    recounted.set(key, (recounted.get(key) ?? 0) + Number(e.amount));
+  }
+  for (const [key, amount] of recounted) if (amount === 0) recounted.delete(key);
+  assert.deepEqual(Object.fromEntries([...kept].sort()), Object.fromEntries([...recounted].sort()), 'unpaid_days equals the unpaid entries summed by due day, shard, hold and payout');
   assert.deepEqual(await ledgerBalance(db, programId, now), balanceOf(entries), 'the program balance equals the sums of its entries');
   for (const a of affiliates) {
     assert.deepEqual(await ledgerBalance(db, programId, now, a.id), balanceOf(entries.filter((e) => e.affiliate_id === a.id)), `affiliate ${a.id}: its balance equals the sums of its entries`);

@@ -186,6 +186,76 @@ export async function addToSaleDays(tx: Tx, programId: string, changes: readonly
   }
 }
 
+// unpaid_days (migration 2026-12-03T1000): a program's unpaid commission by the UTC day its
+// entries fall due, shard, held or not, in a payout or not — moved by every write below that
+// adds an unpaid entry or changes one's due date, hold, payout or paid state, so a program's
+// balance sums days (ledgerBalance), not entries.
+
+/** What changes on one row of unpaid_days: unpaid entries adding up to `amount` come (or go, negative). */
+export interface UnpaidDayChange {
+  dueDay: string;
+  shard: string;
+  held: 0 | 1;
+  inPayout: 0 | 1;
+  amount: number;
+}
+
+/** The fields of an entry that place it in unpaid_days. */
+type PlacedEntry = Pick<EntryRow, 'affiliate_id' | 'due_at' | 'held_by' | 'payout_id'> & { amount: number | string };
+
+/** An unpaid entry added to (sign 1) or taken from (sign -1) its row of unpaid_days. */
+function unpaidDayChangeOf(entry: PlacedEntry, sign: 1 | -1): UnpaidDayChange {
+  return {
+    dueDay: toIso(entry.due_at).slice(0, 10),
+    shard: saleShardOf(entry.affiliate_id),
+    held: entry.held_by === null ? 0 : 1,
+    inPayout: entry.payout_id === null ? 0 : 1,
+    amount: sign * Number(entry.amount),
+  };
+}
+
+/** An unpaid entry moved from where it was (`before`) to where it is (`after`). */
+const unpaidDayMove = (before: PlacedEntry, after: PlacedEntry) => [unpaidDayChangeOf(before, -1), unpaidDayChangeOf(after, 1)];
+
+const UNPAID_DAY_UPSERT = sql`on conflict (program_id, due_day, shard, held, in_payout) do update set amount = unpaid_days.amount + excluded.amount`;
+
+const unpaidDayQuery = compiledQuery<{ programId: string } & UnpaidDayChange, never>((_db, param) =>
+  sql`insert into unpaid_days (program_id, due_day, shard, held, in_payout, amount)
+    values (${param('programId')}, ${param('dueDay')}, ${param('shard')}, ${param('held')}, ${param('inPayout')}, ${param('amount')})
+    ${UNPAID_DAY_UPSERT}`.$castTo<never>(),
+);
+
+/**
+ * Moves the program's unpaid_days rows by `changes`, merged per row and in one order (the
+ * key's), so two transactions that move several rows take them alike; rows that do not move
+ * are not written.
+ */
+export async function addToUnpaidDays(tx: Tx, programId: string, changes: readonly UnpaidDayChange[]): Promise<void> {
+  const merged = new Map<string, UnpaidDayChange>();
+  for (const change of changes) {
+    const key = `${change.dueDay} ${change.shard} ${change.held} ${change.inPayout}`;
+    const row = merged.get(key);
+    if (row) row.amount += change.amount;
+    else merged.set(key, { ...change });
+  }
+  for (const key of [...merged.keys()].sort()) {
+    const row = merged.get(key)!;
+    if (row.amount !== 0) await unpaidDayQuery.run(tx, { programId, ...row });
+  }
+}
+
+/**
+ * PostgreSQL: a new sale's entry added to its unpaid_days row, as a sub-statement of the sale's
+ * one-statement write, run after the CTEs `after` (the last row a sale locks). Nothing for an
+ * entry of 0.
+ */
+export function unpaidDayInsertAfter(after: readonly string[], entry: { programId: unknown; dueDay: unknown; shard: unknown; amount: unknown }): RawBuilder<unknown> {
+  return sql`insert into unpaid_days (program_id, due_day, shard, held, in_payout, amount)
+    select cast(${entry.programId} as uuid), cast(${entry.dueDay} as text), cast(${entry.shard} as text), 0, 0, cast(${entry.amount} as bigint)
+    where cast(${entry.amount} as bigint) <> 0 and ${sql.join(after.map(lockOrderAfter), sql` and `)}
+    ${UNPAID_DAY_UPSERT}`;
+}
+
 /** A program's sales since `sinceDay` (YYYY-MM-DD) by day, net of refunds (minor units); days without sales are absent. */
 export async function sumSaleDays(db: Db, programId: string, sinceDay: string): Promise<{ day: string; count: number; revenue: number; commission: number }[]> {
   const rows = await db
@@ -286,6 +356,11 @@ export async function insertEntries(tx: Tx, rows: Insertable<CommissionEntriesTa
   // One entry (a sale's own, the common case) by a compiled statement; several in one insert.
   if (rows.length === 1) await insertEntriesQuery.run(tx, rows[0]!);
   else if (rows.length > 0) await tx.insertInto('commission_entries').values(rows).execute();
+  for (const programId of new Set(rows.map((row) => row.program_id))) {
+    const unpaid = rows.filter((row) => row.program_id === programId && (row.paid_at ?? null) === null);
+    const placed = unpaid.map((row) => ({ affiliate_id: row.affiliate_id, due_at: row.due_at, held_by: row.held_by ?? null, payout_id: row.payout_id ?? null, amount: row.amount }));
+    await addToUnpaidDays(tx, programId, placed.map((entry) => unpaidDayChangeOf(entry, 1)));
+  }
 }
 
 /**
@@ -379,6 +454,7 @@ export interface LedgerBalance {
  * (its sales are voided), so a program's sum over the affiliates it still has is its earned total.
  */
 export async function ledgerBalance(db: Db | Tx, programId: string, now: string, affiliateId?: string): Promise<LedgerBalance> {
+  if (affiliateId === undefined) return programBalance(db, programId, now);
   const due = sql`held_by is null and due_at <= ${now}`;
   // One statement, so the earned total and the unpaid sums are of one moment (one snapshot).
   const earned = db
@@ -410,32 +486,61 @@ export async function ledgerBalance(db: Db | Tx, programId: string, now: string,
 }
 
 /**
+ * A program's ledger in sums at `now`, from what is kept, in one statement (one snapshot): the
+ * unpaid_days rows (held; not held and due before today; in no payout), today's unpaid entries
+ * themselves (due at or before `now`, or later today), and what the program's sales earned
+ * (sale_days: every affiliate's earned total is its sales' net commission).
+ */
+async function programBalance(db: Db | Tx, programId: string, now: string): Promise<LedgerBalance> {
+  const today = now.slice(0, 10);
+  const kept = (where: RawBuilder<unknown>) => sql<number | string>`(select coalesce(sum(amount), 0) from unpaid_days where program_id = ${programId} and ${where})`;
+  const dueToday = (where: RawBuilder<unknown>) =>
+    sql<number | string>`(select coalesce(sum(amount), 0) from commission_entries
+      where program_id = ${programId} and paid_at is null and held_by is null and due_at >= ${`${today}T00:00:00.000Z`} and due_at <= ${now} and ${where})`;
+  const { rows } = await sql<{ unpaid: number | string; held: number | string; due: number | string; due_today: number | string; open: number | string; open_today: number | string; earned: number | string }>`
+    select ${kept(sql`true`)} as unpaid, ${kept(sql`held = 1`)} as held,
+      ${kept(sql`held = 0 and due_day < ${today}`)} as due, ${dueToday(sql`true`)} as due_today,
+      ${kept(sql`held = 0 and in_payout = 0 and due_day < ${today}`)} as open, ${dueToday(sql`payout_id is null`)} as open_today,
+      (select coalesce(sum(commission), 0) from sale_days where program_id = ${programId}) as earned`.execute(db);
+  const row = rows[0]!;
+  const due = Number(row.due) + Number(row.due_today);
+  return {
+    pending: Number(row.unpaid) - due,
+    held: Number(row.held),
+    due,
+    dueOutsidePayouts: Number(row.open) + Number(row.open_today),
+    paid: Number(row.earned) - Number(row.unpaid),
+  };
+}
+
+/**
  * Holds a sale's unpaid commission entries: in no payout, and in a pending payout too — its
  * amount is frozen, so it still pays them if it is paid, but if it fails they return held, not
  * due (releaseFromPayout only takes them out of the payout). Returns how many it held; amounts
  * and due dates never change.
  */
 export async function holdSaleEntries(tx: Tx, programId: string, saleId: number, heldBy: HeldBy): Promise<number> {
-  const { numUpdatedRows } = await tx
-    .updateTable('commission_entries')
-    .set({ held_by: heldBy })
-    .where('program_id', '=', programId)
-    .where('sale_id', '=', saleId)
-    .where('paid_at', 'is', null)
-    .executeTakeFirst();
-  return Number(numUpdatedRows);
+  const entries = await lockedOnPostgres(tx, selectPlacedEntries(tx, programId).where('sale_id', '=', saleId).where('paid_at', 'is', null)).execute();
+  if (entries.length === 0) return 0;
+  await tx.updateTable('commission_entries').set({ held_by: heldBy }).where('id', 'in', entries.map((entry) => entry.id)).execute();
+  const newlyHeld = entries.filter((entry) => entry.held_by === null);
+  await addToUnpaidDays(tx, programId, newlyHeld.flatMap((entry) => unpaidDayMove(entry, { ...entry, held_by: heldBy })));
+  return entries.length;
+}
+
+/** A program's entries as unpaid_days places them, with their id and paid state: read before a change moves them. */
+function selectPlacedEntries(tx: Tx, programId: string) {
+  return tx.selectFrom('commission_entries').select(['id', 'affiliate_id', 'due_at', 'held_by', 'payout_id', 'paid_at', 'amount']).where('program_id', '=', programId);
 }
 
 /** A sale's entries held by `heldBy` are released and fall due at `dueAt` (those a payout paid meanwhile too); returns how many moved. */
 export async function releaseSaleEntries(tx: Tx, programId: string, saleId: number, heldBy: HeldBy, dueAt: string): Promise<number> {
-  const { numUpdatedRows } = await tx
-    .updateTable('commission_entries')
-    .set({ held_by: null, due_at: dueAt })
-    .where('program_id', '=', programId)
-    .where('sale_id', '=', saleId)
-    .where('held_by', '=', heldBy)
-    .executeTakeFirst();
-  return Number(numUpdatedRows);
+  const entries = await lockedOnPostgres(tx, selectPlacedEntries(tx, programId).where('sale_id', '=', saleId).where('held_by', '=', heldBy)).execute();
+  if (entries.length === 0) return 0;
+  await tx.updateTable('commission_entries').set({ held_by: null, due_at: dueAt }).where('id', 'in', entries.map((entry) => entry.id)).execute();
+  const unpaid = entries.filter((entry) => entry.paid_at === null);
+  await addToUnpaidDays(tx, programId, unpaid.flatMap((entry) => unpaidDayMove(entry, { ...entry, held_by: null, due_at: dueAt })));
+  return entries.length;
 }
 
 // The entries a payout run takes and what becomes of them: payouts/ asks, the ledger writes.
@@ -465,7 +570,7 @@ export async function affiliatesOwed(db: Db | Tx, programId: string, now: string
 export async function lockOpenDueEntries(tx: Tx, programId: string, affiliateIds: string[], now: string): Promise<OpenEntry[]> {
   const q = tx
     .selectFrom('commission_entries')
-    .select(['id', 'affiliate_id', 'amount'])
+    .select(['id', 'affiliate_id', 'amount', 'due_at'])
     .where('program_id', '=', programId)
     .where('affiliate_id', 'in', affiliateIds)
     .where('payout_id', 'is', null)
@@ -474,13 +579,14 @@ export async function lockOpenDueEntries(tx: Tx, programId: string, affiliateIds
     .where('due_at', '<=', now)
     .orderBy('id');
   const rows = await lockedOnPostgres(tx, q).execute();
-  return rows.map((row) => ({ id: Number(row.id), affiliateId: row.affiliate_id, amount: Number(row.amount) }));
+  return rows.map((row) => ({ id: Number(row.id), affiliateId: row.affiliate_id, amount: Number(row.amount), dueAt: row.due_at }));
 }
 
 export interface OpenEntry {
   id: number;
   affiliateId: string;
   amount: number;
+  dueAt: string | Date;
 }
 
 const ID_BATCH = 1000;
@@ -492,7 +598,7 @@ const ID_BATCH = 1000;
  * planned the update on the program's index and visited every entry of the program for each
  * payout: a run over 2,000 affiliates took 27 s.)
  */
-export async function attachEntriesToPayouts(tx: Tx, payoutOf: Map<string, string>, entries: OpenEntry[]): Promise<void> {
+export async function attachEntriesToPayouts(tx: Tx, programId: string, payoutOf: Map<string, string>, entries: OpenEntry[]): Promise<void> {
   const postgres = dialectOf(tx) === 'postgres';
   for (let i = 0; i < entries.length; i += ID_BATCH) {
     const chunk = entries.slice(i, i + ID_BATCH);
@@ -509,14 +615,33 @@ export async function attachEntriesToPayouts(tx: Tx, payoutOf: Map<string, strin
       )
       .execute();
   }
+  // Open entries (not held, outside payouts) now in one.
+  const open = (entry: OpenEntry) => ({ affiliate_id: entry.affiliateId, due_at: entry.dueAt, held_by: null, payout_id: null, amount: entry.amount });
+  await addToUnpaidDays(tx, programId, entries.flatMap((entry) => unpaidDayMove(open(entry), { ...open(entry), payout_id: payoutOf.get(entry.affiliateId)! })));
 }
 
 /** A paid payout's entries are paid at its time. */
 export async function markPayoutEntriesPaid(tx: Tx, programId: string, payoutId: string, paidAt: string): Promise<void> {
-  await tx.updateTable('commission_entries').set({ paid_at: paidAt }).where('program_id', '=', programId).where('payout_id', '=', payoutId).execute();
+  const paid = await tx
+    .updateTable('commission_entries')
+    .set({ paid_at: paidAt })
+    .where('program_id', '=', programId)
+    .where('payout_id', '=', payoutId)
+    .where('paid_at', 'is', null)
+    .returning(['affiliate_id', 'due_at', 'held_by', 'payout_id', 'amount'])
+    .execute();
+  await addToUnpaidDays(tx, programId, paid.map((entry) => unpaidDayChangeOf(entry, -1)));
 }
 
 /** A failed payout's entries are due again, outside any payout (a held one stays held). */
 export async function releaseFromPayout(tx: Tx, programId: string, payoutId: string): Promise<void> {
-  await tx.updateTable('commission_entries').set({ payout_id: null }).where('program_id', '=', programId).where('payout_id', '=', payoutId).execute();
+  const released = await tx
+    .updateTable('commission_entries')
+    .set({ payout_id: null })
+    .where('program_id', '=', programId)
+    .where('payout_id', '=', payoutId)
+    .returning(['affiliate_id', 'due_at', 'held_by', 'paid_at', 'amount'])
+    .execute();
+  const unpaid = released.filter((entry) => entry.paid_at === null);
+  await addToUnpaidDays(tx, programId, unpaid.flatMap((entry) => unpaidDayMove({ ...entry, payout_id: payoutId }, { ...entry, payout_id: null })));
 }

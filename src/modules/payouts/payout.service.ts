@@ -132,7 +132,7 @@ async function payBatch(tx: Tx, program: ProgramContext, affiliateIds: string[],
     taken.push(...entries);
   }
   await insertPayouts(tx, rows);
-  await attachEntriesToPayouts(tx, new Map(rows.map((row) => [row.affiliate_id, row.id])), taken);
+  await attachEntriesToPayouts(tx, program.id, new Map(rows.map((row) => [row.affiliate_id, row.id])), taken);
   const payouts = rows.map(serializePayout);
   await recordEvents(tx, program.id, 'payout.created', payouts, now);
   return payouts;

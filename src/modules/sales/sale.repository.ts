@@ -13,6 +13,7 @@ import {
   saleDayOf,
   saleEntryInsertFrom,
   saleShardOf,
+  unpaidDayInsertAfter,
 } from '../ledger/ledger.repository.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -180,7 +181,7 @@ const SALE_COLUMNS = [
   'created_at', 'updated_at',
 ] as const;
 type NewSaleRow = { [K in (typeof SALE_COLUMNS)[number]]: SaleRow[K] };
-type NewSaleParams = NewSaleRow & NewSaleWrites & { day: string; shard: string };
+type NewSaleParams = NewSaleRow & NewSaleWrites & { day: string; shard: string; dueDay: string };
 
 /**
  * Which counters a new sale moves (ledger rules, as countSales applies them): the affiliate's
@@ -227,10 +228,13 @@ const newSaleQuery = compiledQuery<NewSaleParams, { id: number | string; affilia
   });
   // The program's sale_days row last of all (after the affiliate's and the link's rows).
   const saleDay = saleDayInsertAfter(['a', 'l'], { programId: param('program_id'), day: param('day'), shard: param('shard'), amount: param('total_earned'), commission: param('commission') });
+  // Its entry's unpaid_days row after that (the order every transaction locks them in).
+  const unpaidDay = unpaidDayInsertAfter(['d'], { programId: param('program_id'), dueDay: param('dueDay'), shard: param('shard'), amount: param('commission') });
   return sql`with s as (insert into sales (${sql.join(SALE_COLUMNS.map((column) => sql.ref(column)))}) values (${sql.join(SALE_COLUMNS.map((column) => param(column)))}) returning id),
     a as (${affiliateUpdate}),
     l as (${linkUpdate}),
-    d as (${saleDay}),
+    d as (${saleDay} returning 1),
+    u as (${unpaidDay}),
     e as (${entry}),
     v as (${event})
     select s.id, (select count(*) from a) as affiliate_rows, (select count(*) from l) as link_rows from s`;
@@ -246,7 +250,8 @@ export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: N
   const shape = newSaleShape(row);
   const [, link] = shape.split(' ');
   if (dialectOf(tx) === 'postgres') {
-    const result = (await newSaleQuery.first(tx, { ...row, ...writes, day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id) }, shape))!;
+    const placed = { day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id), dueDay: writes.dueAt.slice(0, 10) };
+    const result = (await newSaleQuery.first(tx, { ...row, ...writes, ...placed }, shape))!;
     return { id: Number(result.id), affiliateMoved: Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
   }
   const id = await insertSale(tx, row);
