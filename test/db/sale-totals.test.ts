@@ -6,12 +6,9 @@ import assert from 'node:assert/strict';
 import { createAffiliate } from '../../src/modules/affiliates/affiliate.service.ts';
 import { createSale, getSaleTotals, refundSale } from '../../src/modules/sales/sale.service.ts';
 import { sumFilteredSales, type SaleFilter } from '../../src/modules/sales/sale.repository.ts';
-import type { ProgramContext } from '../../src/domain/program-context.ts';
-import { useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
+import { programAt as at, useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
 
 const migrated = useMigratedDatabase();
-
-const at = (program: ProgramContext, instant: string): ProgramContext => ({ ...program, clock: () => new Date(instant) });
 
 describe('the sales totals from kept rows', () => {
   it('equal the sums of the sales, for whole UTC days and for one affiliate, and rows answer any other filter', async () => {

@@ -11,13 +11,10 @@ import { getLedgerBalance } from '../../src/modules/ledger/commission.service.ts
 import { holdSaleCommission } from '../../src/modules/ledger/entries.ts';
 import { runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
-import type { ProgramContext } from '../../src/domain/program-context.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
-import { useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
+import { programAt as at, useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
 
 const migrated = useMigratedDatabase();
-
-const at = (program: ProgramContext, instant: string): ProgramContext => ({ ...program, clock: () => new Date(instant) });
 
 describe('the unpaid-days migration', () => {
   it("fills each program's unpaid days from its unpaid entries, held and in payouts too; down drops them", async () => {

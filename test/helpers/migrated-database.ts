@@ -35,3 +35,6 @@ export async function seedProgram(db: Kysely<Database>): Promise<ProgramContext>
   const { id } = await createProgram(db, { ownerUserId: user.id, name: 'Old', domain: 'old.example' });
   return toProgramContext(await getProgram(db, id), systemClock);
 }
+
+/** The same program with its clock stopped at `instant`: what it writes is dated then. */
+export const programAt = (program: ProgramContext, instant: string): ProgramContext => ({ ...program, clock: () => new Date(instant) });
