@@ -11,6 +11,7 @@ import { getLedgerBalance } from '../../src/modules/ledger/commission.service.ts
 import { holdSaleCommission } from '../../src/modules/ledger/entries.ts';
 import { runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
 import { inTransaction } from '../../src/db/transaction.ts';
+import { upkeepJob } from '../../src/modules/maintenance/upkeep-job.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { programAt as at, useMigratedDatabase, seedProgram } from '../helpers/migrated-database.ts';
 
@@ -43,5 +44,16 @@ describe('the unpaid-days migration', () => {
     await assertLedgerMatchesCounters(db, program.id);
     assert.deepEqual(await getLedgerBalance(db, later), before);
     assert.ok(before.held > 0 && before.due > 0 && before.pending > before.held && before.paid > 0, JSON.stringify(before));
+
+    // Paid days leave rows of 0: the upkeep job deletes them, and nothing else changes.
+    await updatePayout(db, later, { payoutId: payouts[1]!.id, status: 'paid' });
+    const balance = await getLedgerBalance(db, later);
+    const rows = async () => (await db.selectFrom('unpaid_days').select(['amount']).where('program_id', '=', program.id).execute()).map((row) => Number(row.amount));
+    assert.ok((await rows()).includes(0), 'a paid day left a row of 0');
+    const quiet = { error: () => {}, warn: () => {}, debug: () => {} };
+    await upkeepJob.run({ db, config: {} as never, clock: () => new Date(), log: quiet }, new Date());
+    assert.ok((await rows()).length > 0 && !(await rows()).includes(0), 'only the rows of 0 went');
+    assert.deepEqual(await getLedgerBalance(db, later), balance);
+    await assertLedgerMatchesCounters(db, program.id);
   });
 });

@@ -245,6 +245,17 @@ export async function addToUnpaidDays(tx: Tx, programId: string, changes: readon
 }
 
 /**
+ * Deletes the unpaid_days rows that add up to nothing (a day whose entries were all paid): they
+ * change no balance, and without this a program's rows would grow with its age, one per day,
+ * shard and state it ever had. A concurrent move of such a row either comes first (the row is
+ * then not 0) or inserts it again.
+ */
+export async function deleteEmptyUnpaidDays(db: Db): Promise<number> {
+  const { numDeletedRows } = await db.deleteFrom('unpaid_days').where('amount', '=', 0).executeTakeFirst();
+  return Number(numDeletedRows);
+}
+
+/**
  * PostgreSQL: a new sale's entry added to its unpaid_days row, as a sub-statement of the sale's
  * one-statement write, run after the CTEs `after` (the last row a sale locks). Nothing for an
  * entry of 0.
