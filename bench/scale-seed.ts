@@ -185,6 +185,8 @@ const KNOWN_TABLES = new Set<string>([
   'kysely_migration', 'kysely_migration_lock', 'tandem_migrations', 'tandem_migrations_lock', 'sqlite_sequence', 'sqlite_stat1', 'sqlite_stat4',
   // SQLite's sales search (FTS5 and its shadow tables): its triggers index the sales as they are inserted.
   'sales_search', 'sales_search_config', 'sales_search_data', 'sales_search_docsize', 'sales_search_idx',
+  // Kept by triggers on affiliates from the counters the seed writes (checked below).
+  'affiliate_counter_totals',
 ]);
 
 type Row = [Table, unknown[]];
@@ -827,6 +829,17 @@ export async function checkInvariants(query: ReadQuery, programId: string): Prom
         full outer join (select * from unpaid_days where program_id = ? and amount <> 0) d
           on d.due_day = e.due_day and d.shard = e.shard and d.held = e.held and d.in_payout = e.in_payout
         where (e.due_day is null or d.due_day is null or e.amount <> d.amount) and coalesce(e.amount, 0) <> coalesce(d.amount, 0)`,
+      [programId, programId],
+    ]);
+  }
+  if ((await tablesOf(query)).includes('affiliate_counter_totals')) {
+    const shard = query.dialect === 'postgres' ? 'left(id::text, 1)' : 'substr(id, 1, 1)';
+    checks.push([
+      "affiliate counter totals (kept per shard by triggers) that differ from the affiliates' counters",
+      `select count(*) as n from (
+          select ${shard} as shard, sum(number_of_referred_users) as referrals, sum(number_of_clicks) as clicks from affiliates where program_id = ? group by ${shard}) a
+        full outer join (select * from affiliate_counter_totals where program_id = ?) t on t.shard = a.shard
+        where coalesce(a.referrals, 0) <> coalesce(t.referrals, 0) or coalesce(a.clicks, 0) <> coalesce(t.clicks, 0)`,
       [programId, programId],
     ]);
   }

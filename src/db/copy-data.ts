@@ -49,12 +49,15 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
 
 /**
  * Tables of the schema that are not copied row by row: the migrator's own, outbox_state (its one
- * value is set after the copy), and SQLite's search index with its FTS5 shadow tables (the
- * target's own triggers or trigram indexes index the sales as they are copied).
+ * value is set after the copy), SQLite's search index with its FTS5 shadow tables (the
+ * target's own triggers or trigram indexes index the sales as they are copied), and what
+ * triggers keep.
  */
 const NOT_COPIED = new Set([
   'tandem_migrations', 'tandem_migrations_lock', 'outbox_state',
   'sales_search', 'sales_search_config', 'sales_search_data', 'sales_search_docsize', 'sales_search_idx',
+  // Kept by triggers on affiliates: the target's fill it as the affiliates are copied.
+  'affiliate_counter_totals',
 ]);
 
 // Rows per read and per INSERT: 1000 rows × at most 20 columns (promotional_codes, the widest

@@ -34,6 +34,7 @@ import * as statusListIndexes from './migrations/2026-12-03T0700-status-list-ind
 import * as affiliateCounts from './migrations/2026-12-03T0800-affiliate-counts.ts';
 import * as affiliateSaleTotals from './migrations/2026-12-03T0900-affiliate-sale-totals.ts';
 import * as unpaidDays from './migrations/2026-12-03T1000-unpaid-days.ts';
+import * as affiliateCounterTotals from './migrations/2026-12-03T1100-affiliate-counter-totals.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -72,6 +73,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0800-affiliate-counts': affiliateCounts,
   '2026-12-03T0900-affiliate-sale-totals': affiliateSaleTotals,
   '2026-12-03T1000-unpaid-days': unpaidDays,
+  '2026-12-03T1100-affiliate-counter-totals': affiliateCounterTotals,
 };
 
 export class MigrationError extends Error {}

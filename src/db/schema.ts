@@ -413,6 +413,18 @@ export interface AffiliateCountsTable {
   affiliates: Counter;
 }
 
+/**
+ * What the referral and click counters of a program's affiliates with an id starting with one
+ * hex digit (the shard) add up to: kept by triggers on affiliates (migration 2026-12-03T1100),
+ * so the overview and the referrals list sum 16 rows, not the affiliates.
+ */
+export interface AffiliateCounterTotalsTable {
+  program_id: string;
+  shard: string;
+  referrals: Counter;
+  clicks: Counter;
+}
+
 export interface EventsTable {
   id: string;
   program_id: string;
@@ -597,6 +609,7 @@ export interface Database {
   sale_days: SaleDaysTable;
   unpaid_days: UnpaidDaysTable;
   affiliate_counts: AffiliateCountsTable;
+  affiliate_counter_totals: AffiliateCounterTotalsTable;
   payouts: PayoutsTable;
   mail_outbox: MailOutboxTable;
   portal_login_tokens: PortalLoginTokensTable;

@@ -121,6 +121,22 @@ export async function assertAffiliateCountsMatchRows(db: Db, programId: string):
   const kept = await db.selectFrom('affiliate_counts').select(['shard', 'status', 'affiliates']).where('program_id', '=', programId).execute();
   const keptByKey = kept.map((row) => [`${row.shard} ${row.status}`, Number(row.affiliates)] as const).filter(([, n]) => n !== 0);
   assert.deepEqual(Object.fromEntries(keptByKey.sort()), Object.fromEntries([...recounted].sort()), 'affiliate_counts equal the affiliates recounted by shard and status');
+
+  // affiliate_counter_totals: what the affiliates' referral and click counters add up to, per shard.
+  const counters = new Map<string, { referrals: number; clicks: number }>();
+  for (const a of await db.selectFrom('affiliates').select(['id', 'number_of_referred_users', 'number_of_clicks']).where('program_id', '=', programId).execute()) {
+    const shard = counters.get(a.id.slice(0, 1)) ?? { referrals: 0, clicks: 0 };
+    shard.referrals += Number(a.number_of_referred_users);
+    shard.clicks += Number(a.number_of_clicks);
+    counters.set(a.id.slice(0, 1), shard);
+  }
+  const totals = await db.selectFrom('affiliate_counter_totals').select(['shard', 'referrals', 'clicks']).where('program_id', '=', programId).execute();
+  const nonZero = (entries: [string, { referrals: number; clicks: number }][]) => Object.fromEntries(entries.filter(([, t]) => t.referrals !== 0 || t.clicks !== 0).sort());
+  assert.deepEqual(
+    nonZero(totals.map((row) => [row.shard, { referrals: Number(row.referrals), clicks: Number(row.clicks) }])),
+    nonZero([...counters]),
+    "affiliate_counter_totals equal the affiliates' counters summed by shard",
+  );
 }
 
 /**

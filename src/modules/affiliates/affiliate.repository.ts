@@ -103,15 +103,16 @@ export async function countFilteredAffiliates(db: Db, programId: string, filter:
 /**
  * A program's affiliates and what their kept counters add up to: every referred customer is
  * counted on the affiliate it credits (a deleted affiliate's customers go with it), every click
- * on the affiliate whose link it was. The affiliates come from the kept counts; referrals and
- * clicks sum the affiliates' own counters.
+ * on the affiliate whose link it was. The affiliates come from the kept counts, the referrals
+ * and clicks from the kept totals of the affiliates' counters.
  */
 export async function sumAffiliateCounters(db: Db, programId: string): Promise<{ affiliates: number; referrals: number; clicks: number }> {
   const [affiliates, row] = await Promise.all([
     sumAffiliateCounts(db, programId),
+    // Kept by triggers on affiliates (migration 2026-12-03T1100): 16 rows, not the affiliates.
     db
-      .selectFrom('affiliates')
-      .select([sql<number | string>`coalesce(sum(number_of_referred_users), 0)`.as('referrals'), sql<number | string>`coalesce(sum(number_of_clicks), 0)`.as('clicks')])
+      .selectFrom('affiliate_counter_totals')
+      .select([sql<number | string>`coalesce(sum(referrals), 0)`.as('referrals'), sql<number | string>`coalesce(sum(clicks), 0)`.as('clicks')])
       .where('program_id', '=', programId)
       .executeTakeFirstOrThrow(),
   ]);
