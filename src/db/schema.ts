@@ -362,7 +362,6 @@ export interface PromotionalCodesTable {
   updated_at: Timestamp;
 }
 
-/** The outbox: one row per event, written in the transaction of the change it reports. */
 /**
  * A program's sales of one UTC day credited to affiliates of one shard (the first hex digit of
  * the affiliate's id): kept by every write that changes what sales add up to, in its transaction
@@ -425,6 +424,7 @@ export interface AffiliateCounterTotalsTable {
   clicks: Counter;
 }
 
+/** The outbox: one row per event, written in the transaction of the change it reports. */
 export interface EventsTable {
   id: string;
   program_id: string;

@@ -12,9 +12,9 @@ const SRC = join(ROOT, 'src');
 
 /** The folder that owns each table: a module (`modules/<name>`) or a floor (`http`, `db`, `web`). */
 const OWNERS: Record<string, string> = {
-  affiliates: 'modules/affiliates',
   affiliate_counts: 'modules/affiliates',
   affiliate_links: 'modules/affiliates',
+  affiliates: 'modules/affiliates',
   api_tokens: 'modules/tokens',
   attempt_counters: 'modules/throttling',
   authorization_codes: 'modules/connect',
@@ -24,7 +24,6 @@ const OWNERS: Record<string, string> = {
   click_days: 'modules/ledger',
   clicks: 'modules/tracking',
   commission_entries: 'modules/ledger',
-  unpaid_days: 'modules/ledger',
   coupons: 'modules/coupons',
   events: 'modules/events',
   idempotency_keys: 'http',
@@ -39,9 +38,11 @@ const OWNERS: Record<string, string> = {
   programs: 'modules/programs',
   promotional_codes: 'modules/coupons',
   referrals: 'modules/referrals',
+  sale_days: 'modules/ledger',
   sale_refunds: 'modules/sales',
   sales: 'modules/sales',
   sessions: 'web',
+  unpaid_days: 'modules/ledger',
   users: 'modules/users',
   webhook_attempts: 'modules/webhooks',
   webhook_deliveries: 'modules/webhooks',
@@ -51,7 +52,7 @@ const OWNERS: Record<string, string> = {
 
 /** The counter columns (CONTRACT's aggregates): only the ledger moves them. */
 const COUNTERS: Record<string, string[]> = {
-  affiliates: ['number_of_referred_users', 'total_commission_earned', 'number_of_clicks'],
+  affiliates: ['number_of_referred_users', 'total_commission_earned', 'number_of_clicks', 'number_of_sales', 'total_sales_amount', 'total_refunded_amount'],
   affiliate_links: ['referrals', 'sales', 'total_revenue', 'clicks'],
 };
 
