@@ -84,16 +84,15 @@ function fromSaleSearch(db: Db | Tx, phrase: string) {
 const searches = (filter: SaleFilter) => filter.search !== undefined && filter.search.trim() !== '';
 
 /**
- * How this filter's search reads and, on SQLite, how many sales it matches up to the cap: the
- * trigram table when the text is long enough for it and matches at most SEARCH_COUNT_CAP
- * sales; past that the list walk, which finds a page of a common text within a few hundred rows.
+ * How this filter's search reads on SQLite: through the trigram table when the text is long
+ * enough for it and matches at most `cap` sales (counted through the table, no further); past
+ * that the list walk, which finds a page of a common text within a few hundred rows.
+ * PostgreSQL's planner chooses between its trigram indexes and the list by itself.
  */
-async function planSearch(db: Db, programId: string, filter: SaleFilter, cap: number): Promise<{ read: SearchRead; matches: number }> {
-  if (dialectOf(db) === 'sqlite' && trigramPhrase(filter.search!) !== undefined) {
-    const matches = await countUpTo(db, selectSales(db, programId, filter, 'trigram-table'), cap);
-    return { read: matches <= cap ? 'trigram-table' : 'like', matches };
-  }
-  return { read: 'like', matches: await countUpTo(db, selectSales(db, programId, filter), cap) };
+async function searchReadOf(db: Db, programId: string, filter: SaleFilter, cap: number): Promise<SearchRead> {
+  if (dialectOf(db) !== 'sqlite' || !searches(filter) || trigramPhrase(filter.search!) === undefined) return 'like';
+  const matches = await countUpTo(db, selectSales(db, programId, filter, 'trigram-table'), cap);
+  return matches <= cap ? 'trigram-table' : 'like';
 }
 
 /** The filter fields a compiled query binds (the dashboard's search and refunded filters change the SQL). */
@@ -112,12 +111,10 @@ export function findSale(db: Db | Tx, programId: string, filter: SaleFilter): Pr
 
 const newestSales = compiledNewestFirstList<BoundFilter, SaleRow>(BOUND_FIELDS, 's', selectSales);
 
-/** A page of the sales a filter matches; `searchCap`: see planSearch (a test sets it lower). */
+/** A page of the sales a filter matches; `searchCap`: see searchReadOf (a test sets it lower). */
 export async function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest, searchCap = SEARCH_COUNT_CAP): Promise<SaleRow[]> {
   if (isBound(filter) && page.order === undefined) return newestSales(db, programId, filter, page);
-  // PostgreSQL's planner chooses between its trigram indexes and the list by itself.
-  const read = searches(filter) && dialectOf(db) === 'sqlite' ? (await planSearch(db, programId, filter, searchCap)).read : 'like';
-  return pageQuery(selectSales(db, programId, filter, read), 's', page).execute();
+  return pageQuery(selectSales(db, programId, filter, await searchReadOf(db, programId, filter, searchCap)), 's', page).execute();
 }
 
 export interface FilteredSaleTotals {
