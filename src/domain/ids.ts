@@ -12,3 +12,10 @@ export function isUuid(value: string): boolean {
 export function randomToken(bytes: number): string {
   return randomBytes(bytes).toString('base64url');
 }
+
+/**
+ * The shard of a program's kept rows an affiliate's writes move (sale_days, unpaid_days,
+ * affiliate_counts; affiliate_counter_totals in SQL): the first hex digit of its id, so
+ * concurrent writes of different affiliates rarely update the same row.
+ */
+export const affiliateShardOf = (affiliateId: string): string => affiliateId.slice(0, 1).toLowerCase();

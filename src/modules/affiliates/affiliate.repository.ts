@@ -1,3 +1,5 @@
+import { affiliateShardOf } from '../../domain/ids.ts';
+import { mergedInKeyOrder } from '../../db/kept-rows.ts';
 import { likeContains } from '../../db/like.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
@@ -123,8 +125,6 @@ export async function sumAffiliateCounters(db: Db, programId: string): Promise<{
 // kept by every write that adds one, removes one or changes its status, so counts sum at most
 // 32 rows, not the affiliates.
 
-/** The affiliate_counts shard of an affiliate: the first hex digit of its id (see the migration). */
-export const affiliateShardOf = (affiliateId: string): string => affiliateId.slice(0, 1).toLowerCase();
 
 /** One affiliate counted in (`affiliates: 1`) or out (`-1`) of its status. */
 export interface AffiliateCountChange {
@@ -146,16 +146,8 @@ const affiliateCountQuery = compiledQuery<{ programId: string; shard: string; st
  * wait for each other in a circle, and a status change takes its two rows as any other does.
  */
 export async function addToAffiliateCounts(tx: Tx, programId: string, changes: readonly AffiliateCountChange[]): Promise<void> {
-  const merged = new Map<string, number>();
-  for (const change of changes) {
-    const key = `${affiliateShardOf(change.affiliateId)} ${change.status}`;
-    merged.set(key, (merged.get(key) ?? 0) + change.affiliates);
-  }
-  for (const key of [...merged.keys()].sort()) {
-    const [shard, status] = key.split(' ') as [string, string];
-    const affiliates = merged.get(key)!;
-    if (affiliates !== 0) await affiliateCountQuery.run(tx, { programId, shard, status, affiliates });
-  }
+  const counted = changes.map((change) => ({ shard: affiliateShardOf(change.affiliateId), status: change.status, affiliates: change.affiliates }));
+  for (const row of mergedInKeyOrder(counted, (change) => `${change.shard} ${change.status}`, ['affiliates'])) await affiliateCountQuery.run(tx, { programId, ...row });
 }
 
 /** How many affiliates the program has (of one status, if given): the sum of its kept counts. */

@@ -1,9 +1,10 @@
+import { affiliateShardOf } from '../../domain/ids.ts';
 import type { Tx } from '../../db/transaction.ts';
 import { invalidField } from '../../domain/errors.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 import type { SalesTable } from '../../db/schema.ts';
 import type { Selectable } from 'kysely';
-import { addToAffiliateCounters, addToLinkCounters, addToSaleDays, deleteSalesOf, saleDayOf, saleShardOf, type SaleCredit, type SalesOf, type VoidedSale } from './ledger.repository.ts';
+import { addToAffiliateCounters, addToLinkCounters, addToSaleDays, deleteSalesOf, saleDayOf, type SaleCredit, type SalesOf, type VoidedSale } from './ledger.repository.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { appendChangeEntries } from './entries.ts';
 
@@ -49,7 +50,7 @@ export async function countSales(tx: Tx, programId: string, credits: SaleCredit[
     programId,
     credits.map((credit) => ({
       day: credit.day,
-      shard: saleShardOf(credit.affiliate_id),
+      shard: affiliateShardOf(credit.affiliate_id),
       sales: countsAsSale ? sign : 0,
       amount: sign * credit.amount,
       refunded: sign * credit.refunded,

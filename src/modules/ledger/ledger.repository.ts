@@ -1,10 +1,11 @@
 import { sql, type Insertable, type RawBuilder, type Selectable } from 'kysely';
 import { dialectOf, lockedOnPostgres, lockOrderAfter } from '../../db/dialect.ts';
 import { compiledInsert, compiledQuery } from '../../db/compiled-query.ts';
+import { mergedInKeyOrder } from '../../db/kept-rows.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import type { ClicksTable, CommissionEntriesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
-import { newId } from '../../domain/ids.ts';
+import { affiliateShardOf, newId } from '../../domain/ids.ts';
 import { MAX_MINOR_UNITS } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
 
@@ -128,8 +129,6 @@ export interface SaleCredit {
 /** The UTC day a sale counts on: the day of its `created_at`. */
 export const saleDayOf = (createdAt: string | Date): string => toIso(createdAt).slice(0, 10);
 
-/** The sale_days shard of a sale: the first hex digit of its affiliate's id (see the migration). */
-export const saleShardOf = (affiliateId: string): string => affiliateId.slice(0, 1).toLowerCase();
 
 /** What changes on one row of sale_days. */
 export interface SaleDayChange {
@@ -167,23 +166,8 @@ const saleDayQuery = compiledQuery<{ programId: string } & SaleDayChange, never>
  * (cascades) take them alike, so they never wait for each other in a circle.
  */
 export async function addToSaleDays(tx: Tx, programId: string, changes: readonly SaleDayChange[]): Promise<void> {
-  const merged = new Map<string, SaleDayChange>();
-  for (const change of changes) {
-    const key = `${change.day} ${change.shard}`;
-    const row = merged.get(key);
-    if (row) {
-      row.sales += change.sales;
-      row.amount += change.amount;
-      row.refunded += change.refunded;
-      row.commission += change.commission;
-    } else {
-      merged.set(key, { ...change });
-    }
-  }
-  for (const key of [...merged.keys()].sort()) {
-    const row = merged.get(key)!;
-    if (row.sales !== 0 || row.amount !== 0 || row.refunded !== 0 || row.commission !== 0) await saleDayQuery.run(tx, { programId, ...row });
-  }
+  const rows = mergedInKeyOrder(changes, (change) => `${change.day} ${change.shard}`, ['sales', 'amount', 'refunded', 'commission']);
+  for (const row of rows) await saleDayQuery.run(tx, { programId, ...row });
 }
 
 // unpaid_days (migration 2026-12-03T1000): a program's unpaid commission by the UTC day its
@@ -207,7 +191,7 @@ type PlacedEntry = Pick<EntryRow, 'affiliate_id' | 'due_at' | 'held_by' | 'payou
 function unpaidDayChangeOf(entry: PlacedEntry, sign: 1 | -1): UnpaidDayChange {
   return {
     dueDay: toIso(entry.due_at).slice(0, 10),
-    shard: saleShardOf(entry.affiliate_id),
+    shard: affiliateShardOf(entry.affiliate_id),
     held: entry.held_by === null ? 0 : 1,
     inPayout: entry.payout_id === null ? 0 : 1,
     amount: sign * Number(entry.amount),
@@ -231,17 +215,8 @@ const unpaidDayQuery = compiledQuery<{ programId: string } & UnpaidDayChange, ne
  * are not written.
  */
 export async function addToUnpaidDays(tx: Tx, programId: string, changes: readonly UnpaidDayChange[]): Promise<void> {
-  const merged = new Map<string, UnpaidDayChange>();
-  for (const change of changes) {
-    const key = `${change.dueDay} ${change.shard} ${change.held} ${change.inPayout}`;
-    const row = merged.get(key);
-    if (row) row.amount += change.amount;
-    else merged.set(key, { ...change });
-  }
-  for (const key of [...merged.keys()].sort()) {
-    const row = merged.get(key)!;
-    if (row.amount !== 0) await unpaidDayQuery.run(tx, { programId, ...row });
-  }
+  const rows = mergedInKeyOrder(changes, (change) => `${change.dueDay} ${change.shard} ${change.held} ${change.inPayout}`, ['amount']);
+  for (const row of rows) await unpaidDayQuery.run(tx, { programId, ...row });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { affiliateShardOf } from '../../domain/ids.ts';
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
 import { toIso } from '../../domain/clock.ts';
@@ -12,7 +13,6 @@ import {
   saleDayInsertAfter,
   saleDayOf,
   saleEntryInsertFrom,
-  saleShardOf,
   unpaidDayInsertAfter,
 } from '../ledger/ledger.repository.ts';
 import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
@@ -247,7 +247,7 @@ export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: N
   const shape = newSaleShape(row);
   const [, link] = shape.split(' ');
   if (dialectOf(tx) === 'postgres') {
-    const placed = { day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id), dueDay: writes.dueAt.slice(0, 10) };
+    const placed = { day: saleDayOf(row.created_at), shard: affiliateShardOf(row.affiliate_id), dueDay: writes.dueAt.slice(0, 10) };
     const result = (await newSaleQuery.first(tx, { ...row, ...writes, ...placed }, shape))!;
     return { id: Number(result.id), affiliateMoved: Number(result.affiliate_rows) > 0, linkMoved: link === 'no-link' || Number(result.link_rows) > 0 };
   }
@@ -256,7 +256,7 @@ export async function insertSaleWithItsWrites(tx: Tx, row: NewSaleRow, writes: N
   const affiliateMoved = await addToAffiliateCounters(tx, row.affiliate_id, { referredUsers: 0, commission, sales: 1, amount: Number(row.total_earned) });
   const linkMoved = link === 'no-link' || (await addToLinkCounters(tx, row.link_id!, { referrals: 0, sales: 1, revenue: Number(row.total_earned) }));
   if (!affiliateMoved || !linkMoved) return { id, affiliateMoved, linkMoved };
-  await addToSaleDays(tx, row.program_id, [{ day: saleDayOf(row.created_at), shard: saleShardOf(row.affiliate_id), sales: 1, amount: Number(row.total_earned), refunded: 0, commission }]);
+  await addToSaleDays(tx, row.program_id, [{ day: saleDayOf(row.created_at), shard: affiliateShardOf(row.affiliate_id), sales: 1, amount: Number(row.total_earned), refunded: 0, commission }]);
   await insertEntries(tx, [
     { program_id: row.program_id, affiliate_id: row.affiliate_id, sale_id: id, kind: 'sale', amount: commission, currency: writes.currency, due_at: writes.dueAt, created_at: row.created_at },
   ]);
