@@ -160,7 +160,8 @@ async function sumAffiliateCounts(db: Db, programId: string, status?: Affiliates
 
 /**
  * Names and e-mails of the given affiliates of a program, to label lists of referrals and sales.
- * One bound id per affiliate: callers pass those of one dashboard page (PAGE_SIZE rows).
+ * One bound id per affiliate: callers pass those of one dashboard page (PAGE_SIZE rows) or of
+ * one streamed CSV batch (STREAM_BATCH_ROWS, 500).
  */
 export function findAffiliateNames(db: Db, programId: string, ids: string[]) {
   if (ids.length === 0) return Promise.resolve([]);

@@ -25,17 +25,10 @@ export const SALES_CSV_ROWS = 10_000;
 
 const HEADER = ['id', 'created_at', 'customer_name', 'customer_email', 'affiliate_id', 'affiliate_name', 'affiliate_email', 'currency', 'amount', 'refunded', 'commission_rate', 'commission', 'commission_refunded', 'commission_net', 'invoice_id', 'external_id'];
 
-/** Names of the affiliates of many sales, asked in chunks of one dashboard page. */
-async function namesOf(db: Db, program: ProgramContext, affiliateIds: string[]) {
-  const ids = [...new Set(affiliateIds)];
-  const names = new Map<string, { name: string; email: string }>();
-  for (let i = 0; i < ids.length; i += 50) for (const [id, name] of await getAffiliateNames(db, program, ids.slice(i, i + 50))) names.set(id, name);
-  return names;
-}
-
 /** One batch of sales as CSV lines, their affiliates named. */
 async function linesOf(db: Db, program: ProgramContext, sales: SaleRow[]): Promise<string> {
-  const names = await namesOf(db, program, sales.map((s) => s.affiliate_id));
+  // One read for the batch: at most STREAM_BATCH_ROWS distinct affiliates, one bound id each.
+  const names = await getAffiliateNames(db, program, [...new Set(sales.map((s) => s.affiliate_id))]);
   const currency = program.currency;
   const money = (minor: number | string) => minorToDecimalText(minor, currency);
   let csv = '';
