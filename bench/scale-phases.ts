@@ -106,7 +106,9 @@ export function measuresOf(context: Context, deepSalesPage: Map<string, string>)
     portal("home page (the heavy affiliate's)", '/home'),
     portal('`me.json`', '/me.json'),
     apiGet('`GET /api/v1/coupons` (default page)', () => '/api/v1/coupons', true),
-    apiGet('`GET /api/v1/commissions?affiliateId=` (the heavy affiliate)', (p) => `/api/v1/commissions?affiliateId=${p.heavyAffiliateId}`),
+    // limit=100 on both sides: the default page (1,000) holds every entry of the small program's
+    // heavy affiliate (~100) but 1,000 of the big one's, ten times the rows.
+    apiGet('`GET /api/v1/commissions?affiliateId=&limit=100` (the heavy affiliate)', (p) => `/api/v1/commissions?affiliateId=${p.heavyAffiliateId}&limit=100`, true),
     apiGet('`GET /api/v1/sales?limit=100` (first page)', () => '/api/v1/sales?limit=100'),
     apiGet('`GET /api/v1/sales?limit=100`, page 10 (the `Link` cursor)', (p) => deepSalesPage.get(p.id)!),
     apiGet('`GET /api/v1/events?after=0` (the oldest cursor)', () => '/api/v1/events?after=0', true),

@@ -49,13 +49,13 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
 
 /**
  * Tables of the schema that are not copied row by row: the migrator's own, outbox_state (its one
- * value is set after the copy), SQLite's search index with its FTS5 shadow tables (the
- * target's own triggers or trigram indexes index the sales as they are copied), and what
+ * value is set after the copy), SQLite's search indexes with their FTS5 shadow tables (the
+ * target's own triggers or trigram indexes index the rows as they are copied), and what
  * triggers keep.
  */
 const NOT_COPIED = new Set([
   'tandem_migrations', 'tandem_migrations_lock', 'outbox_state',
-  'sales_search', 'sales_search_config', 'sales_search_data', 'sales_search_docsize', 'sales_search_idx',
+  ...['sales_search', 'referrals_search', 'affiliates_search'].flatMap((index) => [index, ...['config', 'data', 'docsize', 'idx'].map((part) => `${index}_${part}`)]),
   // Kept by triggers on affiliates: the target's fill it as the affiliates are copied.
   'affiliate_counter_totals',
 ]);

@@ -35,6 +35,7 @@ import * as affiliateCounts from './migrations/2026-12-03T0800-affiliate-counts.
 import * as affiliateSaleTotals from './migrations/2026-12-03T0900-affiliate-sale-totals.ts';
 import * as unpaidDays from './migrations/2026-12-03T1000-unpaid-days.ts';
 import * as affiliateCounterTotals from './migrations/2026-12-03T1100-affiliate-counter-totals.ts';
+import * as referralAffiliateSearch from './migrations/2026-12-03T1200-referral-affiliate-search.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -74,6 +75,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T0900-affiliate-sale-totals': affiliateSaleTotals,
   '2026-12-03T1000-unpaid-days': unpaidDays,
   '2026-12-03T1100-affiliate-counter-totals': affiliateCounterTotals,
+  '2026-12-03T1200-referral-affiliate-search': referralAffiliateSearch,
 };
 
 export class MigrationError extends Error {}

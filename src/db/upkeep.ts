@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers/promises';
 import { sql, type Kysely, type QueryExecutorProvider } from 'kysely';
 import { dialectOf } from './dialect.ts';
+import { reindexRowidSearchTables } from './text-search.ts';
 
 // The database's own upkeep, one function per chore, each knowing its dialect:
 // - planner statistics: SQLite keeps none until ANALYZE runs, and without them it picks a
@@ -74,13 +75,15 @@ export async function cleanUpAfterPurge(db: AnyDb, tables: readonly string[]): P
 /**
  * `tandem vacuum`: rewrites the database compactly. SQLite: switches the file to incremental
  * auto-vacuum (so the maintenance worker can hand purged space back from then on) and runs
- * VACUUM, which blocks writers while it copies the file; PostgreSQL: `VACUUM (ANALYZE)`, which
+ * VACUUM, which blocks writers while it copies the file, then indexes the searches kept by
+ * implicit rowid again (VACUUM may renumber those); PostgreSQL: `VACUUM (ANALYZE)`, which
  * blocks no one.
  */
 export async function vacuumDatabase(db: AnyDb): Promise<void> {
   if (dialectOf(db) === 'sqlite') {
     await sql`pragma auto_vacuum = incremental`.execute(db);
     await sql`vacuum`.execute(db);
+    await reindexRowidSearchTables(db as unknown as Kysely<unknown>);
     await refreshPlannerStatistics(db);
   } else {
     await withoutStatementTimeout(db, (connection) => sql`vacuum (analyze)`.execute(connection));

@@ -12,7 +12,7 @@ import { getEntryPage, getLedgerBalance } from '../../src/modules/ledger/commiss
 import { getPortalView } from '../../src/modules/portal/portal-view.service.ts';
 import { createProgram, getProgram, toProgramContext } from '../../src/modules/programs/program.service.ts';
 import { getPayoutPage, runPayouts, updatePayout } from '../../src/modules/payouts/payout.service.ts';
-import { getReferralPage } from '../../src/modules/referrals/referral.service.ts';
+import { countMatchingReferrals, getReferralPage } from '../../src/modules/referrals/referral.service.ts';
 import { exportSalesCsv } from '../../src/modules/sales/sale-export.ts';
 import { createCoupon } from '../../src/modules/coupons/coupon.service.ts';
 import { createPromotionalCode } from '../../src/modules/coupons/promotional-code.service.ts';
@@ -213,6 +213,24 @@ test("an affiliate's ledger balance (portal, affiliate page) reads its unpaid en
   }
 });
 
+/**
+ * A search's reads: each first counts its text's matches in the trigram table alone (up to the
+ * cap, every program's), then reads from the trigram table (`f`) outward, each match's row of
+ * `alias` by its rowid.
+ */
+function assertReadsTrigramTableFirst(reads: { statement: string; plan: string[] }[], index: string, alias: string, rowidLookup: string) {
+  for (const { statement, plan } of reads) {
+    const where = `\n${statement}\n${plan.join('\n')}`;
+    const reading = plan.filter((line) => new RegExp(`^(SCAN|SEARCH) (f|${alias}|${index})\\b`).test(line));
+    if (!new RegExp(`\\b${alias}\\b`).test(reading.join('\n'))) {
+      assert.match(reading[0] ?? '', new RegExp(`^SCAN ${index} VIRTUAL TABLE INDEX`), `the count of matches in the trigram table:${where}`);
+      continue;
+    }
+    assert.match(reading[0] ?? '', /^SCAN f VIRTUAL TABLE INDEX/, `first the trigram table:${where}`);
+    for (const line of plan.filter((l) => new RegExp(`^(SCAN|SEARCH) ${alias}\\b`).test(l))) assert.equal(line, rowidLookup, where);
+  }
+}
+
 test("the sales search reads its trigram table outward, each match's sale by id, for the list, its sorts and its totals", async () => {
   const search = 'c12@customers';
   const reads = await plansOf(() =>
@@ -222,25 +240,31 @@ test("the sales search reads its trigram table outward, each match's sale by id,
       getSaleTotals(traced.db, program, { search }),
     ]),
   );
-  for (const { statement, plan } of reads) {
-    const where = `\n${statement}\n${plan.join('\n')}`;
-    const reading = plan.filter((line) => /^(SCAN|SEARCH) (f|s)\b/.test(line));
-    assert.match(reading[0] ?? '', /^SCAN f VIRTUAL TABLE INDEX/, `first the trigram table:${where}`);
-    for (const line of plan.filter((l) => /^(SCAN|SEARCH) s\b/.test(l))) assert.equal(line, 'SEARCH s USING INTEGER PRIMARY KEY (rowid=?)', where);
-  }
-  assert.equal(reads.length, 5, 'each page counts the matches (up to the cap) then reads them; the totals add them up in one statement');
+  assertReadsTrigramTableFirst(reads, 'sales_search', 's', 'SEARCH s USING INTEGER PRIMARY KEY (rowid=?)');
+  assert.equal(reads.length, 6, 'each page and the totals count the matches in the trigram table (up to the cap), then read them');
 });
 
-test("a list filtered by a state (pending payouts, the approval queue, inactive affiliates) reads only that state's rows, in list order", async () => {
+test("the referrals' and affiliates' searches read their trigram tables outward, each match by rowid, for the list and its count", async () => {
+  const referrals = await plansOf(() => Promise.all([getReferralPage(traced.db, program, { search: 'c12@customers' }, { limit: 50 }), countMatchingReferrals(traced.db, program, { search: 'c12@customers' })]));
+  assertReadsTrigramTableFirst(referrals, 'referrals_search', 'r', 'SEARCH r USING INTEGER PRIMARY KEY (rowid=?)');
+  assert.equal(referrals.length, 4, referrals.map((read) => read.statement).join('\n'));
+  const affiliates = await plansOf(() => Promise.all([getAffiliatePage(traced.db, program, { limit: 50 }, { search: 'a12@plans' }), countAffiliatesMatching(traced.db, program, { search: 'a12@plans' })]));
+  assertReadsTrigramTableFirst(affiliates, 'affiliates_search', 'a', 'SEARCH a USING INTEGER PRIMARY KEY (rowid=?)');
+  assert.equal(affiliates.length, 4, affiliates.map((read) => read.statement).join('\n'));
+});
+
+test("a list filtered by a state (pending payouts, the approval queue, inactive affiliates and referrals) reads only that state's rows, in list order", async () => {
   const reads = [
     ...(await plansOf(() => getPayoutPage(traced.db, program, { status: 'pending' }, { limit: 50 }))),
     ...(await plansOf(() => getApprovalQueue(traced.db, program, 5))),
     ...(await plansOf(() => getAffiliatePage(traced.db, program, { limit: 50 }, { status: 'inactive' }))),
+    ...(await plansOf(() => getReferralPage(traced.db, program, { status: 'inactive' }, { limit: 50 }))),
+    ...(await plansOf(() => countMatchingReferrals(traced.db, program, { status: 'inactive' }))),
   ];
   assertBounded(reads);
   for (const { statement, plan } of reads) {
     // Without the state in the index, SQLite walks the program's list and tests every row (it shows as program_id=? alone).
-    const reading = plan.filter((line) => /^SEARCH (payouts|affiliates|a|p)\b/.test(line));
+    const reading = plan.filter((line) => /^SEARCH (payouts|affiliates|referrals|a|p|r)\b/.test(line));
     assert.ok(reading.length > 0 && reading.every((line) => /\(program_id=\? AND (status|approval)=\?\)/.test(line)), `\n${statement}\n${plan.join('\n')}`);
   }
 });

@@ -34,13 +34,16 @@ function linesOf(program: ProgramContext, affiliates: AffiliateRow[]): string {
   return csv;
 }
 
-/** The file of the affiliates `filter` matches, as a stream; its first batch is read before it returns, so an error there is thrown here. */
-export function exportAffiliatesCsv(db: Db, program: ProgramContext, filter: AffiliateListFilter, order: PageOrder): Promise<Readable> {
+/**
+ * The file of the affiliates `filter` matches (null: a filter that names nothing, so the file holds
+ * only its header), as a stream; its first batch is read before it returns, so an error there is thrown here.
+ */
+export function exportAffiliatesCsv(db: Db, program: ProgramContext, filter: AffiliateListFilter | null, order: PageOrder): Promise<Readable> {
   return streamKeysetList({
     head: csvLine(HEADER),
     order,
     maxRows: AFFILIATES_CSV_ROWS,
-    readPage: (page) => listAffiliates(db, program.id, page, filter),
+    readPage: (page) => (filter === null ? Promise.resolve([]) : listAffiliates(db, program.id, page, filter)),
     textOf: (affiliates) => linesOf(program, affiliates),
   });
 }

@@ -1,6 +1,7 @@
 import { affiliateShardOf } from '../../domain/ids.ts';
 import { mergedInKeyOrder } from '../../db/kept-rows.ts';
 import { likeContains } from '../../db/like.ts';
+import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -11,10 +12,14 @@ import type { ColumnSet } from '../../db/joined-rows.ts';
 
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
 
-/** Affiliates with their primary link (string and id); every query is scoped to one program. */
-function selectAffiliates(db: Db | Tx, programId: string) {
-  return db
-    .selectFrom('affiliates as a')
+/**
+ * Affiliates with their primary link (string and id); every query is scoped to one program.
+ * `phrase`: only those whose name or e-mail holds it, read from SQLite's trigram table outward.
+ */
+function selectAffiliates(db: Db | Tx, programId: string, phrase?: string) {
+  const all = db.selectFrom('affiliates as a');
+  const from = phrase === undefined ? all : (fromTrigramTable(db, 'affiliates', 'a', phrase) as unknown as typeof all);
+  return from
     .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
     .selectAll('a')
     .select(['l.link', 'l.id as primary_link_id'])
@@ -70,12 +75,14 @@ function matchesSearch(search: string): RawBuilder<boolean> {
 const searchOf = (filter: AffiliateListFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
 
 /**
- * A text search walks the program's list index newest first and stops at a full page, so common
- * words are fast; a text that matches nobody reads the program's affiliates once.
+ * A text search reads SQLite's trigram table (db/text-search.ts) unless the text matches more
+ * affiliates than the cap in it; then, as on PostgreSQL without pg_trgm, it walks the program's
+ * list index newest first and stops at a full page (common words are found fast). The `like`
+ * decides either way.
  */
-function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter) {
-  let q = selectAffiliates(db, programId);
+function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter, read: SearchRead) {
   const search = searchOf(filter);
+  let q = selectAffiliates(db, programId, read === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined);
   if (search !== undefined) q = q.where(matchesSearch(search));
   if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
   return q;
@@ -84,22 +91,25 @@ function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilt
 /** The API's page of affiliates: newest first, no filter (compiled once per shape). */
 const newestAffiliates = compiledNewestFirstList<Record<string, never>, AffiliateRow>([], 'a', (db, programId) => selectAffiliates(db, programId));
 
-export function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}): Promise<AffiliateRow[]> {
+/** A page of the program's affiliates; `cap`: see searchReadOf (a test sets it lower). */
+export async function listAffiliates(db: Db, programId: string, page: PageRequest, filter: AffiliateListFilter = {}, cap = SEARCH_COUNT_CAP): Promise<AffiliateRow[]> {
   if (filter.search === undefined && filter.status === undefined && page.order === undefined) return newestAffiliates(db, programId, {}, page);
-  return pageQuery(filteredAffiliates(db, programId, filter), 'a', page).execute();
+  const read = await searchReadOf(db, 'affiliates', searchOf(filter), cap);
+  return pageQuery(filteredAffiliates(db, programId, filter, read), 'a', page).execute();
 }
 
 /**
  * How many affiliates a filter matches (every page): without a search, the program's kept
  * counts (of one status, if the filter names one); a search counts the rows it matches.
  */
-export async function countFilteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter): Promise<number> {
+/**
+ * How many affiliates the dashboard's filter matches: a status alone from the kept counts, a
+ * search counted no further than `cap` + 1 (db/text-search.ts).
+ */
+export async function countFilteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter, cap = SEARCH_COUNT_CAP): Promise<MatchCount> {
   const search = searchOf(filter);
   if (search === undefined) return sumAffiliateCounts(db, programId, filter.status);
-  let q = db.selectFrom('affiliates as a').select((eb) => eb.fn.countAll().as('n')).where('a.program_id', '=', programId).where(matchesSearch(search));
-  if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
-  const row = await q.executeTakeFirstOrThrow();
-  return Number(row.n);
+  return countMatching(db, filteredAffiliates(db, programId, filter, await searchReadOf(db, 'affiliates', search, cap)), cap);
 }
 
 /**

@@ -4,6 +4,7 @@ import { toIso } from '../../domain/clock.ts';
 import { newId } from '../../domain/ids.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
+import type { MatchCount } from '../../db/text-search.ts';
 import { conflict, hasDependents, notFound } from '../../domain/errors.ts';
 import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { recordEvent } from '../events/outbox.ts';
@@ -161,8 +162,8 @@ export function getAffiliateCounterTotals(db: Db, program: ProgramContext): Prom
   return sumAffiliateCounters(db, program.id);
 }
 
-/** How many affiliates the dashboard's filter matches. */
-export function countAffiliatesMatching(db: Db, program: ProgramContext, filter: AffiliateListFilter): Promise<number> {
+/** How many affiliates the dashboard's filter matches (a search: up to a cap, db/text-search.ts). */
+export function countAffiliatesMatching(db: Db, program: ProgramContext, filter: AffiliateListFilter): Promise<MatchCount> {
   return countFilteredAffiliates(db, program.id, filter);
 }
 

@@ -1,5 +1,6 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import { likeContains } from '../../db/like.ts';
+import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -25,14 +26,18 @@ export interface ReferralFilter {
   createdBefore?: string;
 }
 
-function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter) {
-  let q = db.selectFrom('referrals as r').selectAll('r').where('r.program_id', '=', programId);
+function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter, searchRead: SearchRead = 'like') {
+  const search = searchOf(filter);
+  const phrase = searchRead === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined;
+  const all = db.selectFrom('referrals as r');
+  const from = phrase === undefined ? all : (fromTrigramTable(db, 'referrals', 'r', phrase) as unknown as typeof all);
+  let q = from.selectAll('r').where('r.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('r.id', '=', filter.id);
   if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
   if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);
   if (filter.externalId !== undefined) q = q.where('r.referred_user_external_id', '=', filter.externalId);
-  if (filter.search !== undefined && filter.search.trim() !== '') {
-    const pattern = likeContains(filter.search);
+  if (search !== undefined) {
+    const pattern = likeContains(search);
     q = q.where(sql<boolean>`(lower(r.name) like ${pattern} escape '\\' or r.email_key like ${pattern} escape '\\')`);
   }
   if (filter.status !== undefined) q = q.where('r.status', '=', filter.status);
@@ -41,10 +46,14 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter)
   return q;
 }
 
-/** How many referrals a filter matches (every page; the program's all with none). */
-export async function countReferrals(db: Db, programId: string, filter: ReferralFilter = {}): Promise<number> {
-  const row = await selectReferrals(db, programId, filter).clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
+const searchOf = (filter: ReferralFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
+
+/**
+ * How many referrals a filter matches (every page), counted no further than `cap`: a filter
+ * matching most of a big program (a status, a year) costs what one matching ten thousand does.
+ */
+export async function countReferrals(db: Db, programId: string, filter: ReferralFilter, cap = SEARCH_COUNT_CAP): Promise<MatchCount> {
+  return countMatching(db, selectReferrals(db, programId, filter, await searchReadOf(db, 'referrals', searchOf(filter), cap)), cap);
 }
 
 /** The filter fields a compiled query binds (the dashboard's search changes the SQL). */
@@ -95,9 +104,11 @@ export async function findReferralIdByExternalId(db: Db | Tx, programId: string,
 
 const newestReferrals = compiledNewestFirstList<BoundFilter, ReferralRow>(BOUND_FIELDS, 'r', selectReferrals);
 
-export function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest): Promise<ReferralRow[]> {
+/** A page of the referrals a filter matches; `cap`: see searchReadOf (a test sets it lower). */
+export async function listReferrals(db: Db, programId: string, filter: ReferralFilter, page: PageRequest, cap = SEARCH_COUNT_CAP): Promise<ReferralRow[]> {
   if (filter.search === undefined && page.order === undefined) return newestReferrals(db, programId, filter, page);
-  return pageQuery(selectReferrals(db, programId, filter), 'r', page).execute();
+  const read = await searchReadOf(db, 'referrals', searchOf(filter), cap);
+  return pageQuery(selectReferrals(db, programId, filter, read), 'r', page).execute();
 }
 
 const insertReferralQuery = compiledInsert('referrals');

@@ -2,6 +2,7 @@ import { newId } from '../../domain/ids.ts';
 import { toIso } from '../../domain/clock.ts';
 import { isUniqueViolationOn } from '../../db/errors.ts';
 import { inTransaction, inTransactionOnce, type Db, type Tx } from '../../db/transaction.ts';
+import type { MatchCount } from '../../db/text-search.ts';
 import { ApiError, conflict, duplicate, hasDependents, notFound } from '../../domain/errors.ts';
 import { emptyPage, mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
 import { newEventId, recordEvent } from '../events/outbox.ts';
@@ -190,11 +191,11 @@ export async function getReferralPage(db: Db, program: ProgramContext, query: Re
 }
 
 /**
- * How many referrals the dashboard's filter matches. With no filter, the sum of the affiliates'
- * kept counters (every referral is counted on the affiliate it credits) rather than a count of
- * every referral.
+ * How many referrals the dashboard's filter matches, counted no further than a cap
+ * (db/text-search.ts). With no filter, the sum of the affiliates' kept counters (every referral
+ * is counted on the affiliate it credits) rather than a count of every referral.
  */
-export async function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<number> {
+export async function countMatchingReferrals(db: Db, program: ProgramContext, filter: ReferralFilter): Promise<MatchCount> {
   return narrowsList(filter) ? countReferrals(db, program.id, filter) : (await getAffiliateCounterTotals(db, program)).referrals;
 }
 

@@ -20,7 +20,7 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
-import { countUpTo, SEARCH_COUNT_CAP, trigramPhrase } from '../../db/text-search.ts';
+import { fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type SearchRead } from '../../db/text-search.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -39,27 +39,20 @@ export interface SaleFilter {
   refunded?: 'none' | 'partial' | 'full';
 }
 
-/**
- * How a search reads (db/text-search.ts): `like` on the sale's name and e-mail (PostgreSQL's
- * trigram indexes serve it; on SQLite it walks the list), or from SQLite's trigram table
- * `sales_search` outward, each match's sale looked up by id.
- */
-type SearchRead = 'like' | 'trigram-table';
-
 function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchRead: SearchRead = 'like') {
-  const phrase = searchRead === 'trigram-table' && filter.search !== undefined ? trigramPhrase(filter.search) : undefined;
-  const sales = db.selectFrom('sales as s').selectAll('s');
-  // The same rows either way: only `s` is ever named after this.
-  let q = phrase === undefined ? sales : (fromSaleSearch(db, phrase) as unknown as typeof sales);
-  q = q.where('s.program_id', '=', programId);
+  const search = searchOf(filter);
+  const phrase = searchRead === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined;
+  const all = db.selectFrom('sales as s');
+  const from = phrase === undefined ? all : (fromTrigramTable(db, 'sales', 's', phrase) as unknown as typeof all);
+  let q = from.selectAll('s').where('s.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('s.id', '=', filter.id);
   if (filter.affiliateId !== undefined) q = q.where('s.affiliate_id', '=', filter.affiliateId);
   if (filter.referralId !== undefined) q = q.where('s.referral_id', '=', filter.referralId);
   if (filter.externalId !== undefined) q = q.where('s.external_id', '=', filter.externalId);
   if (filter.createdFrom !== undefined) q = q.where('s.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('s.created_at', '<', filter.createdBefore);
-  if (phrase === undefined && filter.search !== undefined && filter.search.trim() !== '') {
-    const pattern = likeContains(filter.search);
+  if (search !== undefined) {
+    const pattern = likeContains(search);
     q = q.where(sql<boolean>`(lower(s.name) like ${pattern} escape '\\' or lower(s.email) like ${pattern} escape '\\')`);
   }
   if (filter.refunded === 'none') q = q.where('s.refunded_amount', '=', 0);
@@ -68,32 +61,7 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchR
   return q;
 }
 
-/**
- * The sales whose name or e-mail holds `phrase`, read from the trigram table outward: a CROSS
- * JOIN, which SQLite never reorders — left to choose, it walks the program's list index and
- * tests each sale against the matches (70 ms for one customer among a million sales, not 1).
- */
-function fromSaleSearch(db: Db | Tx, phrase: string) {
-  return db
-    .selectFrom(sql<{ rowid: number }>`sales_search`.as('f'))
-    .crossJoin('sales as s')
-    .selectAll('s')
-    .where(sql<boolean>`f.sales_search match ${phrase} and s.id = f.rowid`);
-}
-
-const searches = (filter: SaleFilter) => filter.search !== undefined && filter.search.trim() !== '';
-
-/**
- * How this filter's search reads on SQLite: through the trigram table when the text is long
- * enough for it and matches at most `cap` sales (counted through the table, no further); past
- * that the list walk, which finds a page of a common text within a few hundred rows.
- * PostgreSQL's planner chooses between its trigram indexes and the list by itself.
- */
-async function searchReadOf(db: Db, programId: string, filter: SaleFilter, cap: number): Promise<SearchRead> {
-  if (dialectOf(db) !== 'sqlite' || !searches(filter) || trigramPhrase(filter.search!) === undefined) return 'like';
-  const matches = await countUpTo(db, selectSales(db, programId, filter, 'trigram-table'), cap);
-  return matches <= cap ? 'trigram-table' : 'like';
-}
+const searchOf = (filter: SaleFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
 
 /** The filter fields a compiled query binds (the dashboard's search and refunded filters change the SQL). */
 const BOUND_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'createdFrom', 'createdBefore'] as const;
@@ -114,7 +82,8 @@ const newestSales = compiledNewestFirstList<BoundFilter, SaleRow>(BOUND_FIELDS, 
 /** A page of the sales a filter matches; `searchCap`: see searchReadOf (a test sets it lower). */
 export async function listSales(db: Db, programId: string, filter: SaleFilter, page: PageRequest, searchCap = SEARCH_COUNT_CAP): Promise<SaleRow[]> {
   if (isBound(filter) && page.order === undefined) return newestSales(db, programId, filter, page);
-  return pageQuery(selectSales(db, programId, filter, await searchReadOf(db, programId, filter, searchCap)), 's', page).execute();
+  const read = await searchReadOf(db, 'sales', searchOf(filter), searchCap);
+  return pageQuery(selectSales(db, programId, filter, read), 's', page).execute();
 }
 
 export interface FilteredSaleTotals {
@@ -133,9 +102,8 @@ export interface CappedSaleTotals {
 
 /** What a filtered list adds up to (every page, not only the one shown); a search's past SEARCH_COUNT_CAP sales only says so. */
 export async function sumFilteredSales(db: Db, programId: string, filter: SaleFilter, searchCap = SEARCH_COUNT_CAP): Promise<FilteredSaleTotals | CappedSaleTotals> {
-  const searching = searches(filter);
-  const read: SearchRead = searching && dialectOf(db) === 'sqlite' && trigramPhrase(filter.search!) !== undefined ? 'trigram-table' : 'like';
-  const matching = selectSales(db, programId, filter, read).clearSelect().select(['s.total_earned', 's.refunded_amount', 's.commission', 's.refunded_commission']);
+  const searching = searchOf(filter) !== undefined;
+  const matching = selectSales(db, programId, filter, await searchReadOf(db, 'sales', searchOf(filter), searchCap)).clearSelect().select(['s.total_earned', 's.refunded_amount', 's.commission', 's.refunded_commission']);
   // A search adds up no more than the cap and one: one more says "more than" (one statement either way).
   const row = await db
     .selectFrom((searching ? matching.limit(searchCap + 1) : matching).as('m'))

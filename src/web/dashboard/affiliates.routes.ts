@@ -17,7 +17,7 @@ import { getSalePage } from '../../modules/sales/sale.service.ts';
 import { affiliateChoices, choiceLabel } from './affiliate-field.ts';
 import { affiliateDetailBody, affiliateListBody, editAffiliateBody, newAffiliateBody } from './affiliates.view.ts';
 import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
-import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, searchTextError, type FormErrors, type FormValues } from './forms.ts';
 
 // Affiliates: search and list, create, the detail page (links, referrals, sales, codes), edit,
 // deactivate. Creating goes through createAffiliate, as POST /api/v1/affiliates does, so the
@@ -47,11 +47,11 @@ const SORTS: Record<string, [label: string, order: PageOrder]> = {
 /** The list's filters from the query string: search text, status, order. */
 function readAffiliateList(request: FastifyRequest) {
   const query = readQuery(request);
-  const q = (query.q ?? '').trim().slice(0, 200);
+  const q = (query.q ?? '').trim();
   const status = query.status === 'active' || query.status === 'inactive' ? query.status : undefined;
   const sort = query.sort !== undefined && query.sort in SORTS ? query.sort : 'newest';
   const filter: AffiliateListFilter = { ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
-  return { q, status, sort, order: SORTS[sort]![1], filter, values: { q: q || undefined, status, sort: sort === 'newest' ? undefined : sort } };
+  return { q, searchError: searchTextError(q), status, sort, order: SORTS[sort]![1], filter, values: { q: q || undefined, status, sort: sort === 'newest' ? undefined : sort } };
 }
 
 /** The form's text as the API's create body; the schema then checks it as the API would. */
@@ -89,9 +89,9 @@ const affiliateIdOf = (request: FastifyRequest) => (request.params as { affiliat
 
 async function listPageOf(db: Db, request: FastifyRequest, reply: FastifyReply) {
   const { context, base, program } = currentProgram(request);
-  const { q, status, sort, order, filter, values } = readAffiliateList(request);
+  const { q, searchError, status, sort, order, filter, values } = readAffiliateList(request);
   const page = requestedPage(request, order);
-  const [found, count] = await Promise.all([getAffiliatePage(db, context, page, filter), countAffiliatesMatching(db, context, filter)]);
+  const [found, count] = searchError ? [{ items: [] }, 0] : await Promise.all([getAffiliatePage(db, context, page, filter), countAffiliatesMatching(db, context, filter)]);
   const queue = await getApprovalQueue(db, context, QUEUE_SHOWN);
   const body = affiliateListBody({
     base,
@@ -99,7 +99,7 @@ async function listPageOf(db: Db, request: FastifyRequest, reply: FastifyReply) 
     programName: program.name,
     currency: program.currency,
     queue: { ...queue, shown: QUEUE_SHOWN },
-    filters: { q, status, sort, sorts: Object.entries(SORTS).map(([value, [label]]) => [value, label]) },
+    filters: { q, searchError, status, sort, sorts: Object.entries(SORTS).map(([value, [label]]) => [value, label]) },
     csvQuery: new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined)).toString(),
     csvRows: AFFILIATES_CSV_ROWS,
     count,
@@ -153,8 +153,8 @@ export const affiliateRoutes: FastifyPluginAsync<AppServices> = async (app, { db
   // keyset batches (affiliate-export.ts).
   app.get('/affiliates.csv', async (request, reply) => {
     const { context } = currentProgram(request);
-    const { order, filter } = readAffiliateList(request);
-    const file = await exportAffiliatesCsv(db, context, filter, order);
+    const { order, filter, searchError } = readAffiliateList(request);
+    const file = await exportAffiliatesCsv(db, context, searchError ? null : filter, order);
     return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="affiliates-${context.clock().toISOString().slice(0, 10)}.csv"`).send(file);
   });
 

@@ -7,10 +7,11 @@ import type { Payout } from '../../modules/payouts/payout.schema.ts';
 import type { ListedReferral } from '../../modules/referrals/referral.service.ts';
 import type { Sale } from '../../modules/sales/sale.schema.ts';
 import type { Page } from '../../db/keyset.ts';
+import type { MatchCount } from '../../db/text-search.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { csrfField, postButton } from '../layout.ts';
 import { pager, type DashboardSession, type ListPage } from './dashboard-page.ts';
-import { formatAmount, formatConversion, formatCount, formatRate, formatTime, statusBadge } from './format.ts';
+import { formatAmount, formatConversion, formatCount, formatMatchCount, formatRate, formatTime, statusBadge } from './format.ts';
 import { noErrors, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateTable } from './tables/affiliates-table.ts';
 import { payoutTable } from './tables/payouts-table.ts';
@@ -28,11 +29,11 @@ export interface AffiliateListView {
   currency: string;
   /** Portal sign-ups waiting (the oldest `shown`), and how many wait. */
   queue: { signUps: PendingSignUp[]; count: number; shown: number };
-  filters: { q: string; status?: string; sort: string; sorts: [value: string, label: string][] };
+  filters: { q: string; searchError?: string; status?: string; sort: string; sorts: [value: string, label: string][] };
   /** The filters' query string, for the CSV link. */
   csvQuery: string;
   csvRows: number;
-  count: number;
+  count: MatchCount;
   list: ListPage<Affiliate>;
 }
 
@@ -64,14 +65,14 @@ export function affiliateListBody(v: AffiliateListView): SafeHtml {
       <div class="page-head"><h1>Affiliates</h1><a class="button" href="${base}/affiliates/new">New affiliate</a></div>
       ${approvalQueue(v)}
       <form class="filters" method="get" action="${base}/affiliates" role="search" aria-label="Filter affiliates">
-        ${textField({ label: 'Name or e-mail', name: 'q', type: 'search', value: filters.q }, noErrors)}
+        ${textField({ label: 'Name or e-mail', name: 'q', type: 'search', value: filters.q, error: filters.searchError }, noErrors)}
         ${selectField({ label: 'Status', name: 'status', value: filters.status ?? '', options: [['', 'Any'], ['active', 'Active'], ['inactive', 'Inactive']] }, noErrors)}
         ${selectField({ label: 'Sort by', name: 'sort', value: filters.sort, options: filters.sorts }, noErrors)}
         <button type="submit" class="secondary">Apply</button>
         ${filtered || filters.sort !== 'newest' ? html`<a href="${base}/affiliates">Show all</a>` : ''}
       </form>
-      ${count > 0
-        ? html`<p class="totals"><strong>${formatCount(count)} affiliate${count === 1 ? '' : 's'}</strong>${filtered ? ' match these filters' : ''} · <a href="${base}/affiliates.csv${v.csvQuery ? `?${v.csvQuery}` : ''}" download>Download CSV${count > v.csvRows ? ` (the first ${formatCount(v.csvRows)})` : ''}</a></p>`
+      ${count !== 0
+        ? html`<p class="totals"><strong>${formatMatchCount(count, 'affiliate')}</strong>${filtered ? ' match these filters' : ''} · <a href="${base}/affiliates.csv${v.csvQuery ? `?${v.csvQuery}` : ''}" download>Download CSV${typeof count !== 'number' || count > v.csvRows ? ` (the first ${formatCount(v.csvRows)})` : ''}</a></p>`
         : ''}
       ${list.items.length === 0
         ? html`<div class="empty">${filtered

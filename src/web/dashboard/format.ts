@@ -1,5 +1,6 @@
 import { fromMinorUnits } from '../../domain/money.ts';
 import { toIso } from '../../domain/clock.ts';
+import type { MatchCount } from '../../db/text-search.ts';
 import { html, type SafeHtml } from '../html.ts';
 
 // How the dashboard shows values: amounts in the program's currency, times in UTC (the
@@ -24,6 +25,12 @@ export function formatMinor(minor: number | string, currency: string): string {
 
 export function formatCount(n: number): string {
   return n.toLocaleString('en-US');
+}
+
+/** "1 referral", "3 referrals", or "More than 10,000 referrals" for a count that stopped at its cap (db/text-search.ts). */
+export function formatMatchCount(count: MatchCount, noun: string): string {
+  if (typeof count !== 'number') return `More than ${formatCount(count.moreThan)} ${noun}s`;
+  return `${formatCount(count)} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** "redeemed 1 time", "redeemed 3 times", "redeemed 2 of 5 times": the noun agrees with the last number said. */

@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.ts';
 import { html, type SafeHtml } from '../html.ts';
 import { field, type FieldOptions } from '../layout.ts';
+import { SEARCH_MIN_CHARACTERS } from '../../db/text-search.ts';
 
 // Dashboard forms: reading posted fields, turning the services' errors into messages beside
 // the fields they name, and the controls layout.ts's field() does not cover.
@@ -190,4 +191,17 @@ export function apiBody<T extends TSchema>(schema: T, fields: Record<string, unk
   const body = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
   assertValidBody(schema, body);
   return body;
+}
+
+/** The longest text a list's search takes. */
+export const SEARCH_MAX_CHARACTERS = 200;
+
+/**
+ * Why a list's search text (trimmed) is not searched, if it is not: longer than the lists take,
+ * or shorter than their trigram indexes find (a shorter text would read a whole program).
+ */
+export function searchTextError(q: string): string | undefined {
+  if (q.length > SEARCH_MAX_CHARACTERS) return `Search for at most ${SEARCH_MAX_CHARACTERS} characters.`;
+  if (q !== '' && [...q].length < SEARCH_MIN_CHARACTERS) return `Search for at least ${SEARCH_MIN_CHARACTERS} characters of a name or an e-mail.`;
+  return undefined;
 }

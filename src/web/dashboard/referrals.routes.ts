@@ -6,7 +6,7 @@ import { CreateReferralBody } from '../../modules/referrals/referral.schema.ts';
 import { countMatchingReferrals, createReferral, getReferralPage, type ReferralQuery } from '../../modules/referrals/referral.service.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
-import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, withFieldError, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalText, readForm, readQuery, searchTextError, withFieldError, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateChoices, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 import { newReferralBody, referralListBody } from './referrals.view.ts';
@@ -39,7 +39,8 @@ async function listPageOf(db: Db, request: FastifyRequest, reply: FastifyReply) 
   const affiliate = await readAffiliateFilter(db, context, query.affiliate);
   const range = readDateRange(query.from, query.to);
   const q = (query.q ?? '').trim();
-  const fieldErrors: Record<string, string> = { ...range.errors, ...(affiliate.error ? { affiliate: affiliate.error } : {}), ...(q.length > 200 ? { q: 'Search for at most 200 characters.' } : {}) };
+  const searchError = searchTextError(q);
+  const fieldErrors: Record<string, string> = { ...range.errors, ...(affiliate.error ? { affiliate: affiliate.error } : {}), ...(searchError ? { q: searchError } : {}) };
   const status = query.status === 'active' || query.status === 'inactive' ? query.status : undefined;
   const filter: ReferralQuery = { affiliateId: affiliate.affiliateId, createdFrom: range.createdFrom, createdBefore: range.createdBefore, ...(q ? { search: q } : {}), ...(status ? { status } : {}) };
   const invalid = Object.keys(fieldErrors).length > 0;

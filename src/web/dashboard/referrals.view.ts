@@ -4,7 +4,8 @@ import { html, type SafeHtml } from '../html.ts';
 import { csrfField } from '../layout.ts';
 import { affiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { pager, type DashboardSession, type ListPage } from './dashboard-page.ts';
-import { formatCount } from './format.ts';
+import type { MatchCount } from '../../db/text-search.ts';
+import { formatMatchCount } from './format.ts';
 import { noErrors, selectField, textField, type FormErrors, type FormValues } from './forms.ts';
 import type { AffiliateNames } from './tables/affiliate-column.ts';
 import { referralTable } from './tables/referrals-table.ts';
@@ -22,7 +23,7 @@ export interface ReferralListView {
   /** Whose referrals are listed, when the affiliate filter names one. */
   label?: string;
   filtered: boolean;
-  count: number;
+  count: MatchCount;
   list: ListPage<ListedReferral>;
   names: AffiliateNames;
 }
@@ -41,7 +42,7 @@ export function referralListBody(v: ReferralListView): SafeHtml {
         ${v.filtered ? html`<a href="${base}/referrals">Show all</a>` : ''}
       </form>
       ${v.label ? html`<p class="muted">Referrals of ${v.label}.</p>` : ''}
-      ${count > 0 ? html`<p class="totals"><strong>${formatCount(count)} referral${count === 1 ? '' : 's'}</strong>${v.filtered ? ' match these filters' : ''}</p>` : ''}
+      ${count !== 0 ? html`<p class="totals"><strong>${formatMatchCount(count, 'referral')}</strong>${v.filtered ? ' match these filters' : ''}</p>` : ''}
       ${list.items.length === 0
         ? html`<div class="empty">${v.filtered
             ? html`<p>No referrals match these filters.</p>`

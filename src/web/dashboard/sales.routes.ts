@@ -10,11 +10,10 @@ import { getAffiliateNames } from '../../modules/affiliates/affiliate.service.ts
 import { getEntryPage } from '../../modules/ledger/commission.service.ts';
 import { CreateSaleBody, RefundSaleBody } from '../../modules/sales/sale.schema.ts';
 import { getReferral } from '../../modules/referrals/referral.service.ts';
-import { SEARCH_MIN_CHARACTERS } from '../../db/text-search.ts';
 import { exportSalesCsv, SALES_CSV_ROWS } from '../../modules/sales/sale-export.ts';
 import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale, type SaleQuery } from '../../modules/sales/sale.service.ts';
 import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
-import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, withFieldError, type FormErrors, type FormValues } from './forms.ts';
+import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, searchTextError, withFieldError, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateChoices, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
 import { readAffiliateFilter, readDateRange } from './list-filters.ts';
 import { newSaleBody, saleBody, saleListBody, saleTitle } from './sales.view.ts';
@@ -60,8 +59,8 @@ async function readSaleListQuery(db: Db, request: FastifyRequest): Promise<SaleL
   const errors: Record<string, string> = { ...range.errors };
   if (affiliate.error) errors.affiliate = affiliate.error;
   const q = (query.q ?? '').trim();
-  if (q.length > 200) errors.q = 'Search for at most 200 characters.';
-  if (q !== '' && [...q].length < SEARCH_MIN_CHARACTERS) errors.q = `Search for at least ${SEARCH_MIN_CHARACTERS} characters of a name or an e-mail.`;
+  const searchError = searchTextError(q);
+  if (searchError) errors.q = searchError;
   const refunded = REFUND_STATES.some(([value]) => value === query.refunded) ? query.refunded : '';
   const sort = query.sort !== undefined && query.sort in SORTS ? query.sort : 'newest';
   return {
