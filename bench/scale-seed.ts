@@ -183,8 +183,8 @@ const KNOWN_TABLES = new Set<string>([
   'password_reset_tokens', 'billing_payments', 'billing_disputes', 'webhooks', 'webhook_deliveries', 'webhook_fanout', 'webhook_attempts',
   'idempotency_keys', 'sessions', 'integrations', 'authorization_codes', 'attempt_counters', 'instance_keys',
   'kysely_migration', 'kysely_migration_lock', 'tandem_migrations', 'tandem_migrations_lock', 'sqlite_sequence', 'sqlite_stat1', 'sqlite_stat4',
-  // SQLite's sales search (FTS5 and its shadow tables): its triggers index the sales as they are inserted.
-  'sales_search', 'sales_search_config', 'sales_search_data', 'sales_search_docsize', 'sales_search_idx',
+  // SQLite's searches (FTS5 and their shadow tables): their triggers index the rows as they are inserted.
+  ...['sales_search', 'referrals_search', 'affiliates_search'].flatMap((index) => [index, ...['config', 'data', 'docsize', 'idx'].map((part) => `${index}_${part}`)]),
   // Kept by triggers on affiliates from the counters the seed writes (checked below).
   'affiliate_counter_totals',
 ]);
