@@ -20,6 +20,9 @@ export const SEARCH_MIN_CHARACTERS = 3;
 /** Past this many matches a search's totals say "more than" instead of adding them up. */
 export const SEARCH_COUNT_CAP = 10_000;
 
+/** A filter's search text, or undefined when it has none (absent or blank). */
+export const searchTextOf = (search: string | undefined): string | undefined => (search !== undefined && search.trim() !== '' ? search : undefined);
+
 /**
  * The search text as an FTS5 phrase for a trigram table (every character literal), or
  * undefined when it is under 3 characters: a trigram index finds nothing shorter.

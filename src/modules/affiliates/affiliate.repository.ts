@@ -1,7 +1,7 @@
 import { affiliateShardOf } from '../../domain/ids.ts';
 import { mergedInKeyOrder } from '../../db/kept-rows.ts';
 import { likeContains } from '../../db/like.ts';
-import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -72,7 +72,7 @@ function matchesSearch(search: string): RawBuilder<boolean> {
   return sql<boolean>`(${contains(sql`a.email_key`)} or ${contains(sql`lower(a.first_name || ' ' || a.last_name)`)})`;
 }
 
-const searchOf = (filter: AffiliateListFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
+const searchOf = (filter: AffiliateListFilter) => searchTextOf(filter.search);
 
 /**
  * A text search reads SQLite's trigram table (db/text-search.ts) unless the text matches more
@@ -98,10 +98,6 @@ export async function listAffiliates(db: Db, programId: string, page: PageReques
   return pageQuery(filteredAffiliates(db, programId, filter, read), 'a', page).execute();
 }
 
-/**
- * How many affiliates a filter matches (every page): without a search, the program's kept
- * counts (of one status, if the filter names one); a search counts the rows it matches.
- */
 /**
  * How many affiliates the dashboard's filter matches: a status alone from the kept counts, a
  * search counted no further than `cap` + 1 (db/text-search.ts).

@@ -1,6 +1,6 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import { likeContains } from '../../db/like.ts';
-import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -46,7 +46,7 @@ function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter,
   return q;
 }
 
-const searchOf = (filter: ReferralFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
+const searchOf = (filter: ReferralFilter) => searchTextOf(filter.search);
 
 /**
  * How many referrals a filter matches (every page), counted no further than `cap`: a filter

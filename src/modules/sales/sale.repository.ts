@@ -20,7 +20,7 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
-import { fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, trigramPhrase, type SearchRead } from '../../db/text-search.ts';
+import { fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type SearchRead } from '../../db/text-search.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -61,7 +61,7 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchR
   return q;
 }
 
-const searchOf = (filter: SaleFilter): string | undefined => (filter.search !== undefined && filter.search.trim() !== '' ? filter.search : undefined);
+const searchOf = (filter: SaleFilter) => searchTextOf(filter.search);
 
 /** The filter fields a compiled query binds (the dashboard's search and refunded filters change the SQL). */
 const BOUND_FIELDS = ['id', 'affiliateId', 'referralId', 'externalId', 'createdFrom', 'createdBefore'] as const;
