@@ -88,15 +88,23 @@ export type SearchRead = 'like' | 'trigram-table';
  * `from list as alias`, only the rows whose indexed name or e-mail holds `phrase`, read from the
  * trigram table outward: a CROSS JOIN, which SQLite never reorders — left to choose, it walks the
  * program's list index and tests each row against the matches (70 ms for one customer among a
- * million sales, not 1). The caller casts it to its `db.selectFrom('list as alias')` (nothing
- * selected yet): the same rows, and only `alias` is named after it.
+ * million sales, not 1).
  */
-export function fromTrigramTable(db: Db | Tx, list: SearchedList, alias: string, phrase: string) {
+function fromTrigramTable(db: Db | Tx, list: SearchedList, alias: string, phrase: string) {
   const { index, rowid } = TRIGRAM_TABLES[list];
   return db
     .selectFrom(sql<{ rowid: number }>`${sql.table(index)}`.as('f'))
     .crossJoin(sql`${sql.table(list)}`.as(alias))
     .where(sql<boolean>`${sql.ref(`f.${index}`)} match ${phrase} and ${sql.ref(`${alias}.${rowid}`)} = f.rowid`);
+}
+
+/**
+ * `all` (the list's `db.selectFrom('list as alias')`) or, when a search reads the trigram table,
+ * the same rows read from it outward (fromTrigramTable): only `alias` is named after it either way.
+ */
+export function searchedFrom<Q>(db: Db | Tx, list: SearchedList, alias: string, all: Q, search: string | undefined, read: SearchRead): Q {
+  const phrase = read === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined;
+  return phrase === undefined ? all : (fromTrigramTable(db, list, alias, phrase) as unknown as Q);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { affiliateShardOf } from '../../domain/ids.ts';
 import { mergedInKeyOrder } from '../../db/kept-rows.ts';
 import { likeContains } from '../../db/like.ts';
-import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { countMatching, SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
@@ -13,13 +13,11 @@ import type { ColumnSet } from '../../db/joined-rows.ts';
 export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; primary_link_id: string | null };
 
 /**
- * Affiliates with their primary link (string and id); every query is scoped to one program.
- * `phrase`: only those whose name or e-mail holds it, read from SQLite's trigram table outward.
+ * Affiliates with their primary link (string and id); every query is scoped to one program. A
+ * search read through SQLite's trigram table starts there (db/text-search.ts); the caller adds its `like`.
  */
-function selectAffiliates(db: Db | Tx, programId: string, phrase?: string) {
-  const all = db.selectFrom('affiliates as a');
-  const from = phrase === undefined ? all : (fromTrigramTable(db, 'affiliates', 'a', phrase) as unknown as typeof all);
-  return from
+function selectAffiliates(db: Db | Tx, programId: string, search?: string, read: SearchRead = 'like') {
+  return searchedFrom(db, 'affiliates', 'a', db.selectFrom('affiliates as a'), search, read)
     .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
     .selectAll('a')
     .select(['l.link', 'l.id as primary_link_id'])
@@ -82,7 +80,7 @@ const searchOf = (filter: AffiliateListFilter) => searchTextOf(filter.search);
  */
 function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter, read: SearchRead) {
   const search = searchOf(filter);
-  let q = selectAffiliates(db, programId, read === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined);
+  let q = selectAffiliates(db, programId, search, read);
   if (search !== undefined) q = q.where(matchesSearch(search));
   if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
   return q;

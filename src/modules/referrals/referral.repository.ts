@@ -1,6 +1,6 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
 import { likeContains } from '../../db/like.ts';
-import { countMatching, fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { countMatching, SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -28,10 +28,7 @@ export interface ReferralFilter {
 
 function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter, searchRead: SearchRead = 'like') {
   const search = searchOf(filter);
-  const phrase = searchRead === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined;
-  const all = db.selectFrom('referrals as r');
-  const from = phrase === undefined ? all : (fromTrigramTable(db, 'referrals', 'r', phrase) as unknown as typeof all);
-  let q = from.selectAll('r').where('r.program_id', '=', programId);
+  let q = searchedFrom(db, 'referrals', 'r', db.selectFrom('referrals as r'), search, searchRead).selectAll('r').where('r.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('r.id', '=', filter.id);
   if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
   if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);

@@ -20,7 +20,7 @@ import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
 import { likeContains } from '../../db/like.ts';
-import { fromTrigramTable, SEARCH_COUNT_CAP, searchReadOf, searchTextOf, trigramPhrase, type SearchRead } from '../../db/text-search.ts';
+import { SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type SearchRead } from '../../db/text-search.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -41,10 +41,7 @@ export interface SaleFilter {
 
 function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchRead: SearchRead = 'like') {
   const search = searchOf(filter);
-  const phrase = searchRead === 'trigram-table' && search !== undefined ? trigramPhrase(search) : undefined;
-  const all = db.selectFrom('sales as s');
-  const from = phrase === undefined ? all : (fromTrigramTable(db, 'sales', 's', phrase) as unknown as typeof all);
-  let q = from.selectAll('s').where('s.program_id', '=', programId);
+  let q = searchedFrom(db, 'sales', 's', db.selectFrom('sales as s'), search, searchRead).selectAll('s').where('s.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('s.id', '=', filter.id);
   if (filter.affiliateId !== undefined) q = q.where('s.affiliate_id', '=', filter.affiliateId);
   if (filter.referralId !== undefined) q = q.where('s.referral_id', '=', filter.referralId);
