@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { listSales, listSearchedSalesWithTotals, sumFilteredSales } from '../../src/modules/sales/sale.repository.ts';
+import { listSales, sumFilteredSales } from '../../src/modules/sales/sale.repository.ts';
 import { saleListBody } from '../../src/web/dashboard/sales.view.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { BrowserSession, uniqueEmail } from '../helpers/browser-session.ts';
@@ -130,33 +130,6 @@ describe('the sales search', () => {
     } as unknown as Parameters<typeof saleListBody>[0]));
     assert.match(body, /More than 10,000 sales<\/strong> match/);
     assert.match(body, /Download CSV \(the first 10,000\)/);
-  });
-
-  it("reads a search's page and totals from one read of its matches, as the two reads give them", async () => {
-    const db = t.server.database.db;
-    const ids = (rows: { id: number | string }[] | undefined) => rows?.map((row) => Number(row.id));
-    for (const search of ['.example', 'deals.example', 'grace', 'nobody-here']) {
-      for (const page of [{ limit: 2 }, { limit: 50 }, { limit: 2, order: { column: 'total_earned' as const, direction: 'desc' as const } }]) {
-        const one = await listSearchedSalesWithTotals(db, program.id, { search }, page);
-        const rows = await listSales(db, program.id, { search }, page);
-        if (rows.length === 0) {
-          assert.equal(one, undefined, `${search}: nothing on the page, the totals read on their own`);
-          continue;
-        }
-        assert.deepEqual(ids(one?.rows), ids(rows), `${search} ${JSON.stringify(page)}`);
-        assert.deepEqual(one?.totals, await sumFilteredSales(db, program.id, { search }), search);
-      }
-    }
-    // The second page of a search, by the first page's last row.
-    const first = await listSales(db, program.id, { search: '.example' }, { limit: 2 });
-    const after = { createdAt: new Date(first[1]!.created_at).toISOString(), id: first[1]!.id };
-    const second = await listSearchedSalesWithTotals(db, program.id, { search: '.example' }, { limit: 2, after });
-    assert.deepEqual(ids(second?.rows), ids(await listSales(db, program.id, { search: '.example' }, { limit: 2, after })));
-    // More matches than the cap: only the totals ("more than"), the page walks the list.
-    const capped = await listSearchedSalesWithTotals(db, program.id, { search: 'deals.example' }, { limit: 50 }, 1);
-    if (testDialect === 'sqlite') assert.equal(capped, undefined, 'the trigram table holds more than the cap: both walk the list');
-    else assert.deepEqual(capped, { totals: { moreThan: 1 } });
-    assert.equal(await listSearchedSalesWithTotals(db, program.id, {}, { limit: 50 }), undefined, 'no search: the page and kept totals');
   });
 
   it('has its index on this dialect', async () => {

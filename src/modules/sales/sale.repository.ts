@@ -115,46 +115,6 @@ export async function sumFilteredSales(db: Db, programId: string, filter: SaleFi
   return { count: Number(row.count), amount: Number(row.amount), refunded: Number(row.refunded), commission: Number(row.commission) };
 }
 
-/**
- * A search's page and what its matches add up to, from one read of them (a CTE of at most
- * `cap` + 1 matches, read once through the substring index, then paged and summed), where
- * listSales and sumFilteredSales read the index twice. Undefined when one read cannot give both:
- * more matches than `cap` in SQLite's trigram table (the page walks the list), none past the
- * page's cursor (the totals need their own statement); `{ totals }` alone when the program has
- * more matches than `cap` (the page must then walk the list for the newest).
- */
-export async function listSearchedSalesWithTotals(
-  db: Db,
-  programId: string,
-  filter: SaleFilter,
-  page: PageRequest,
-  cap = SEARCH_COUNT_CAP,
-): Promise<{ rows?: SaleRow[]; totals: FilteredSaleTotals | CappedSaleTotals } | undefined> {
-  const read = await searchReadOf(db, 'sales', searchOf(filter), cap);
-  if (searchOf(filter) === undefined || (dialectOf(db) === 'sqlite' && read !== 'trigram-table')) return undefined;
-  const matches = selectSales(db, programId, filter, read).limit(cap + 1);
-  const both = db
-    .with('m', () => matches)
-    .with('t', (qb) =>
-      qb.selectFrom('m').select((eb) => [
-        eb.fn.countAll().as('t_count'),
-        sql<number | string>`coalesce(sum(m.total_earned), 0)`.as('t_amount'),
-        sql<number | string>`coalesce(sum(m.refunded_amount), 0)`.as('t_refunded'),
-        sql<number | string>`coalesce(sum(m.commission - m.refunded_commission), 0)`.as('t_commission'),
-      ]),
-    )
-    .selectFrom('m as s')
-    .crossJoin('t')
-    .selectAll('s')
-    .select(['t.t_count', 't.t_amount', 't.t_refunded', 't.t_commission']);
-  const found = await pageQuery(both, 's', page).execute();
-  if (found.length === 0) return undefined;
-  const { t_count, t_amount, t_refunded, t_commission } = found[0]!;
-  if (Number(t_count) > cap) return { totals: { moreThan: cap } };
-  const rows = found.map(({ t_count: _n, t_amount: _a, t_refunded: _r, t_commission: _c, ...row }) => row as SaleRow);
-  return { rows, totals: { count: Number(t_count), amount: Number(t_amount), refunded: Number(t_refunded), commission: Number(t_commission) } };
-}
-
 /** A sale's refunds, oldest first. */
 export function listSaleRefunds(db: Db, programId: string, saleId: number) {
   return db.selectFrom('sale_refunds').selectAll().where('program_id', '=', programId).where('sale_id', '=', saleId).orderBy('created_at').orderBy('id').execute();

@@ -24,7 +24,6 @@ import {
   insertSaleWithItsWrites,
   listSaleRefunds,
   listSales,
-  listSearchedSalesWithTotals,
   lockSale,
   sumFilteredSales,
   updateSaleRow,
@@ -282,18 +281,6 @@ export function getSaleTotals(db: Db, program: ProgramContext, filter: SaleFilte
   // One affiliate and nothing else: its kept counters (ledger/counters.ts), not its sales.
   if (filter.affiliateId !== undefined && !narrowsList({ ...filter, affiliateId: undefined })) return sumAffiliateSales(db, program.id, filter.affiliateId);
   return sumFilteredSales(db, program.id, filter);
-}
-
-/**
- * The dashboard's sales list: a page and what the filter adds up to. A search reads its matches
- * once for both where it can (the repository's listSearchedSalesWithTotals: one read of the
- * substring index instead of two); otherwise the page and the totals are read side by side.
- */
-export async function getSalePageAndTotals(db: Db, program: ProgramContext, filter: SaleFilter, page: PageRequest): Promise<[Page<Sale>, FilteredSaleTotals | CappedSaleTotals]> {
-  const both = await listSearchedSalesWithTotals(db, program.id, filter, page);
-  if (both?.rows) return [mapPage(pageOf(both.rows, page), (row) => serializeSale(row, program)), both.totals];
-  if (both) return [await getSalePage(db, program, filter, page), both.totals];
-  return Promise.all([getSalePage(db, program, filter, page), getSaleTotals(db, program, filter)]);
 }
 
 /** A sale as its dashboard page shows it: the API's Sale, and how its commission came about (amounts in major units). */

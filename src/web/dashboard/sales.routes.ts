@@ -11,7 +11,7 @@ import { getEntryPage } from '../../modules/ledger/commission.service.ts';
 import { CreateSaleBody, RefundSaleBody } from '../../modules/sales/sale.schema.ts';
 import { getReferral } from '../../modules/referrals/referral.service.ts';
 import { exportSalesCsv, SALES_CSV_ROWS } from '../../modules/sales/sale-export.ts';
-import { createSale, getSaleHistory, getSalePageAndTotals, refundSale, voidSale, type SaleQuery } from '../../modules/sales/sale.service.ts';
+import { createSale, getSaleHistory, getSalePage, getSaleTotals, refundSale, voidSale, type SaleQuery } from '../../modules/sales/sale.service.ts';
 import { currentProgram, doneFlash, listPage, redirectDone, requestedPage, sendPage } from './dashboard-page.ts';
 import { apiBody, errorFlash, formErrorsOf, noErrors, optionalNumber, optionalText, readForm, readQuery, searchTextError, withFieldError, type FormErrors, type FormValues } from './forms.ts';
 import { affiliateChoices, readAffiliateField, type AffiliateFieldValue } from './affiliate-field.ts';
@@ -125,7 +125,7 @@ async function listPageOf(db: Db, request: FastifyRequest, reply: FastifyReply) 
   const list = await readSaleListQuery(db, request);
   const invalid = Object.keys(list.errors).length > 0;
   const page = requestedPage(request, list.order);
-  const [found, totals] = invalid ? [{ items: [] }, null] : await getSalePageAndTotals(db, context, list.filter, page);
+  const [found, totals] = invalid ? [{ items: [] }, null] : await Promise.all([getSalePage(db, context, list.filter, page), getSaleTotals(db, context, list.filter)]);
   const shown = listPage(found, page, `${base}/sales`, list.values);
   const names = await getAffiliateNames(db, context, shown.items.map((s) => s.affiliateId));
   const body = saleListBody({
