@@ -201,13 +201,17 @@ export interface LoadStats {
   p50: number;
   p99: number;
   max: number;
+  /** When the slowest request was sent, in seconds from the load's start. */
+  maxSentAt: number;
   firstFailure?: string;
 }
 
-function statsOf(latencies: number[], sent: number, failed: number, timeouts: number, firstFailure?: string): LoadStats {
-  const sorted = [...latencies].sort((a, b) => a - b);
-  const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! : 0);
-  return { sent, ok: sent - failed, failed, timeouts, p50: at(0.5), p99: at(0.99), max: sorted.length ? sorted[sorted.length - 1]! : 0, firstFailure };
+/** `latencies`: each answered request's time and when it was sent (seconds from the load's start). */
+function statsOf(latencies: { ms: number; sentAt: number }[], sent: number, failed: number, timeouts: number, firstFailure?: string): LoadStats {
+  const sorted = [...latencies].sort((a, b) => a.ms - b.ms);
+  const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!.ms : 0);
+  const slowest = sorted[sorted.length - 1];
+  return { sent, ok: sent - failed, failed, timeouts, p50: at(0.5), p99: at(0.99), max: slowest?.ms ?? 0, maxSentAt: slowest?.sentAt ?? 0, firstFailure };
 }
 
 /**
@@ -215,7 +219,7 @@ function statsOf(latencies: number[], sent: number, failed: number, timeouts: nu
  * until stop() — at most `maxMs` and `maxInFlight` outstanding — then waits for the answers.
  */
 export function startSalesLoad(origin: string, program: ScaleProgram, perSecond: number, maxMs: number, maxInFlight = 200) {
-  const latencies: number[] = [];
+  const latencies: { ms: number; sentAt: number }[] = [];
   let sent = 0;
   let failed = 0;
   let timeouts = 0;
@@ -233,9 +237,10 @@ export function startSalesLoad(origin: string, program: ScaleProgram, perSecond:
     const n = ++sent;
     const body = JSON.stringify({ referralId: program.referralId((n * 7_919) % program.sales), totalEarned: 10 + (n % 190), externalId: `ch_monthend_${tag}_${n}` });
     inFlight++;
+    const sentAt = (Date.now() - started) / 1000;
     const request = timedFetch(`${origin}/api/v1/sales`, { method: 'POST', headers: api(program.token), body, timeoutMs: 30_000 }).then((answer) => {
       inFlight--;
-      latencies.push(answer.ms);
+      latencies.push({ ms: answer.ms, sentAt });
       if (!ok(answer)) {
         failed++;
         if (answer.error?.startsWith('timed out')) timeouts++;
@@ -299,7 +304,7 @@ export async function runMonthEnd(origin: string, databaseUrl: string, program: 
   const payouts = made ? Number(made[1]) : /nothing to pay/.test(head) ? 0 : null;
   log(
     `  month end of ${program.name}: ${seconds.toFixed(1)} s, ${payouts ?? '?'} payouts, exit ${exitCode}; sales during it: ${sales.sent} sent, ` +
-      `p50 ${sales.p50.toFixed(0)} ms, p99 ${sales.p99.toFixed(0)} ms, max ${sales.max.toFixed(0)} ms, ${sales.failed} failed (${sales.timeouts} timeouts)` +
+      `p50 ${sales.p50.toFixed(0)} ms, p99 ${sales.p99.toFixed(0)} ms, max ${sales.max.toFixed(0)} ms (sent at +${sales.maxSentAt.toFixed(1)} s), ${sales.failed} failed (${sales.timeouts} timeouts)` +
       `${sales.firstFailure ? `, first: ${sales.firstFailure}` : ''}`,
   );
   return { seconds, payouts, exitCode, output: exitCode === 0 ? '' : `${head.slice(0, 500)} … ${tail.slice(-500)}`, sales };
@@ -413,7 +418,7 @@ export async function watchFirstPurge(
   let firstAnswerAt: number | null = null;
   let doneAt: number | null = null;
   let stopping = false;
-  const latencies: number[] = [];
+  const latencies: { ms: number; sentAt: number }[] = [];
   let failed = 0;
   let timeouts = 0;
   let firstFailure: string | undefined;
@@ -430,7 +435,7 @@ export async function watchFirstPurge(
         firstAnswerAt = performance.now() - answer.ms;
       }
       if (doneAt === null || performance.now() - answer.ms <= doneAt + PINGS_AFTER_PURGE_MS) {
-        latencies.push(answer.ms);
+        latencies.push({ ms: answer.ms, sentAt: (performance.now() - answer.ms - spawnedAt) / 1000 });
         if (answer.ms > longest + 1000) log(`  … a ping took ${(answer.ms / 1000).toFixed(1)} s`);
         longest = Math.max(longest, answer.ms);
         if (!ok(answer)) {
@@ -468,6 +473,6 @@ export async function watchFirstPurge(
     startSeconds: ((firstAnswerAt ?? performance.now()) - spawnedAt) / 1000,
     seconds: doneAt === null || firstAnswerAt === null ? null : (doneAt - firstAnswerAt) / 1000,
     pings,
-    slowPings: latencies.filter((ms) => ms > 1000).length,
+    slowPings: latencies.filter(({ ms }) => ms > 1000).length,
   };
 }

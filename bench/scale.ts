@@ -242,7 +242,7 @@ async function checkSeed(databaseUrl: string, seed: SeedReport, failures: string
 }
 
 /** Signs the program's heavy affiliate in to its portal through a one-time link from the API. */
-async function signInToPortal(origin: string, program: ScaleProgram): Promise<{ browser: Browser; slug: string }> {
+export async function signInToPortal(origin: string, program: ScaleProgram): Promise<{ browser: Browser; slug: string }> {
   const answer = await timedFetch(`${origin}/api/v1/affiliates/portal-link`, {
     method: 'POST',
     headers: { authorization: `Bearer ${program.token}`, 'content-type': 'application/json' },
