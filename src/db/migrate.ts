@@ -36,6 +36,7 @@ import * as affiliateSaleTotals from './migrations/2026-12-03T0900-affiliate-sal
 import * as unpaidDays from './migrations/2026-12-03T1000-unpaid-days.ts';
 import * as affiliateCounterTotals from './migrations/2026-12-03T1100-affiliate-counter-totals.ts';
 import * as referralAffiliateSearch from './migrations/2026-12-03T1200-referral-affiliate-search.ts';
+import * as trigramIndexesNoPendingList from './migrations/2026-12-04T0600-trigram-indexes-no-pending-list.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -76,6 +77,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T1000-unpaid-days': unpaidDays,
   '2026-12-03T1100-affiliate-counter-totals': affiliateCounterTotals,
   '2026-12-03T1200-referral-affiliate-search': referralAffiliateSearch,
+  '2026-12-04T0600-trigram-indexes-no-pending-list': trigramIndexesNoPendingList,
 };
 
 export class MigrationError extends Error {}

@@ -1,8 +1,7 @@
 import { affiliateShardOf } from '../../domain/ids.ts';
 import { mergedInKeyOrder } from '../../db/kept-rows.ts';
-import { likeContains } from '../../db/like.ts';
-import { countMatching, SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
-import { sql, type RawBuilder, type Selectable, type Updateable } from 'kysely';
+import { countMatching, LIKE_READ, SEARCH_COUNT_CAP, searchCondition, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { sql, type Selectable, type Updateable } from 'kysely';
 import type { AffiliatesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -16,7 +15,7 @@ export type AffiliateRow = Selectable<AffiliatesTable> & { link: string | null; 
  * Affiliates with their primary link (string and id); every query is scoped to one program. A
  * search read through SQLite's trigram table starts there (db/text-search.ts); the caller adds its `like`.
  */
-function selectAffiliates(db: Db | Tx, programId: string, search?: string, read: SearchRead = 'like') {
+function selectAffiliates(db: Db | Tx, programId: string, search?: string, read: SearchRead = LIKE_READ) {
   return searchedFrom(db, 'affiliates', 'a', db.selectFrom('affiliates as a'), search, read)
     .leftJoin('affiliate_links as l', (join) => join.onRef('l.affiliate_id', '=', 'a.id').on('l.is_primary', '=', 1))
     .selectAll('a')
@@ -63,13 +62,6 @@ export interface AffiliateListFilter {
   status?: 'active' | 'inactive';
 }
 
-/** Name or e-mail contains `search` (ignoring case), for a query of `affiliates as a`. */
-function matchesSearch(search: string): RawBuilder<boolean> {
-  const pattern = likeContains(search);
-  const contains = (column: RawBuilder<string>) => sql<boolean>`${column} like ${pattern} escape '\\'`;
-  return sql<boolean>`(${contains(sql`a.email_key`)} or ${contains(sql`lower(a.first_name || ' ' || a.last_name)`)})`;
-}
-
 const searchOf = (filter: AffiliateListFilter) => searchTextOf(filter.search);
 
 /**
@@ -81,7 +73,7 @@ const searchOf = (filter: AffiliateListFilter) => searchTextOf(filter.search);
 function filteredAffiliates(db: Db, programId: string, filter: AffiliateListFilter, read: SearchRead) {
   const search = searchOf(filter);
   let q = selectAffiliates(db, programId, search, read);
-  if (search !== undefined) q = q.where(matchesSearch(search));
+  if (search !== undefined) q = q.where(searchCondition('affiliates', 'a', search, read));
   if (filter.status !== undefined) q = q.where('a.status', '=', filter.status);
   return q;
 }

@@ -1,6 +1,5 @@
 import { sql, type Selectable, type Updateable } from 'kysely';
-import { likeContains } from '../../db/like.ts';
-import { countMatching, SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
+import { countMatching, LIKE_READ, SEARCH_COUNT_CAP, searchCondition, searchedFrom, searchReadOf, searchTextOf, type MatchCount, type SearchRead } from '../../db/text-search.ts';
 import type { ReferralsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
@@ -26,17 +25,14 @@ export interface ReferralFilter {
   createdBefore?: string;
 }
 
-function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter, searchRead: SearchRead = 'like') {
+function selectReferrals(db: Db | Tx, programId: string, filter: ReferralFilter, searchRead: SearchRead = LIKE_READ) {
   const search = searchOf(filter);
   let q = searchedFrom(db, 'referrals', 'r', db.selectFrom('referrals as r'), search, searchRead).selectAll('r').where('r.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('r.id', '=', filter.id);
   if (filter.emailKey !== undefined) q = q.where('r.email_key', '=', filter.emailKey);
   if (filter.affiliateId !== undefined) q = q.where('r.affiliate_id', '=', filter.affiliateId);
   if (filter.externalId !== undefined) q = q.where('r.referred_user_external_id', '=', filter.externalId);
-  if (search !== undefined) {
-    const pattern = likeContains(search);
-    q = q.where(sql<boolean>`(lower(r.name) like ${pattern} escape '\\' or r.email_key like ${pattern} escape '\\')`);
-  }
+  if (search !== undefined) q = q.where(searchCondition('referrals', 'r', search, searchRead));
   if (filter.status !== undefined) q = q.where('r.status', '=', filter.status);
   if (filter.createdFrom !== undefined) q = q.where('r.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('r.created_at', '<', filter.createdBefore);

@@ -19,8 +19,7 @@ import type { SaleRefundsTable, SalesTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { compiledNewestFirstList, pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { compiledInsert, compiledQuery, filterShape, placeholderFilter, type ParamOf } from '../../db/compiled-query.ts';
-import { likeContains } from '../../db/like.ts';
-import { SEARCH_COUNT_CAP, searchedFrom, searchReadOf, searchTextOf, type SearchRead } from '../../db/text-search.ts';
+import { LIKE_READ, SEARCH_COUNT_CAP, searchCondition, searchedFrom, searchReadOf, searchTextOf, type SearchRead } from '../../db/text-search.ts';
 
 export type SaleRow = Selectable<SalesTable>;
 
@@ -39,7 +38,7 @@ export interface SaleFilter {
   refunded?: 'none' | 'partial' | 'full';
 }
 
-function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchRead: SearchRead = 'like') {
+function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchRead: SearchRead = LIKE_READ) {
   const search = searchOf(filter);
   let q = searchedFrom(db, 'sales', 's', db.selectFrom('sales as s'), search, searchRead).selectAll('s').where('s.program_id', '=', programId);
   if (filter.id !== undefined) q = q.where('s.id', '=', filter.id);
@@ -48,10 +47,7 @@ function selectSales(db: Db | Tx, programId: string, filter: SaleFilter, searchR
   if (filter.externalId !== undefined) q = q.where('s.external_id', '=', filter.externalId);
   if (filter.createdFrom !== undefined) q = q.where('s.created_at', '>=', filter.createdFrom);
   if (filter.createdBefore !== undefined) q = q.where('s.created_at', '<', filter.createdBefore);
-  if (search !== undefined) {
-    const pattern = likeContains(search);
-    q = q.where(sql<boolean>`(lower(s.name) like ${pattern} escape '\\' or lower(s.email) like ${pattern} escape '\\')`);
-  }
+  if (search !== undefined) q = q.where(searchCondition('sales', 's', search, searchRead));
   if (filter.refunded === 'none') q = q.where('s.refunded_amount', '=', 0);
   if (filter.refunded === 'partial') q = q.where('s.refunded_amount', '>', 0).where(sql<boolean>`s.refunded_amount < s.total_earned`);
   if (filter.refunded === 'full') q = q.where(sql<boolean>`s.refunded_amount = s.total_earned`);
