@@ -5,6 +5,31 @@ import { readdirSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { IMPORT_EXCEPTIONS, MODULE_ORDER } from './module-order.mjs';
 
+const CLOCK_SYNTAX = [
+  { selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
+  { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
+];
+
+/** Each billing provider's folder under src/modules/billing/providers/ and the npm packages of its SDK. */
+const PROVIDER_SDKS = {
+  stripe: ['stripe'],
+  paddle: ['@paddle/paddle-node-sdk'],
+  lemonsqueezy: ['@lemonsqueezy/lemonsqueezy.js'],
+  polar: ['@polar-sh/sdk'],
+  chargebee: ['chargebee'],
+};
+const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+/** The packages (and their subpaths) of `providers`' SDKs, as an import pattern: `^(stripe|…)(/…)?$`. */
+const sdkRegex = (providers) => `^(${providers.flatMap((name) => PROVIDER_SDKS[name]).map(escapeRegex).join('|')})(\\/.*)?$`;
+const sdkGroup = (providers) => ({
+  regex: sdkRegex(providers),
+  message: "A billing provider's SDK is imported only by its module (src/modules/billing/providers/<provider>/): the rest of Tandem speaks billing-provider.ts's actions.",
+});
+const PROVIDER_SDK_IMPORT_EXPRESSION = {
+  selector: `ImportExpression[source.value=/${sdkRegex(Object.keys(PROVIDER_SDKS))}/]`,
+  message: sdkGroup([]).message,
+};
+
 export default tseslint.config(
   { ignores: ['node_modules', 'data', 'docs', 'dist', 'integrations/*/node_modules'] },
   js.configs.recommended,
@@ -16,18 +41,21 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.ts only.' }],
     },
   },
-  // "Now" comes from the injected clock (src/domain/clock.ts), so tests can move time.
+  // "Now" comes from the injected clock (src/domain/clock.ts), so tests can move time; and no
+  // billing provider's SDK is loaded outside its own module, even lazily (the rule below).
   {
     files: ['src/**'],
     ignores: ['src/domain/clock.ts'],
-    rules: {
-      'no-restricted-syntax': [
-        'error',
-        { selector: "CallExpression[callee.object.name='Date'][callee.property.name='now']", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
-        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'Take the time from the injected clock (AppServices.clock, ProgramContext.clock).' },
-      ],
-    },
+    rules: { 'no-restricted-syntax': ['error', ...CLOCK_SYNTAX, PROVIDER_SDK_IMPORT_EXPRESSION] },
   },
+  { files: ['src/modules/billing/providers/**'], rules: { 'no-restricted-syntax': ['error', ...CLOCK_SYNTAX] } },
+  // Only a billing provider's module (src/modules/billing/providers/<name>/) imports its SDK or
+  // reads its wire: everything else speaks the neutral actions of billing-provider.ts (issue 32).
+  { files: ['src/**'], ignores: ['src/modules/billing/providers/*/**'], rules: { 'no-restricted-imports': ['error', { patterns: [sdkGroup(Object.keys(PROVIDER_SDKS))] }] } },
+  ...Object.keys(PROVIDER_SDKS).map((name) => ({
+    files: [`src/modules/billing/providers/${name}/**`],
+    rules: { 'no-restricted-imports': ['error', { patterns: [sdkGroup(Object.keys(PROVIDER_SDKS).filter((other) => other !== name))] }] },
+  })),
   { files: ['src/config.ts', 'test/**', 'bench/**', 'scripts/**'], rules: { 'no-restricted-properties': 'off' } },
   // The floors of the house and the module order (ARCHITECTURE.md, module-order.mjs): imports
   // run downward only, checked on every file of src/.

@@ -31,8 +31,8 @@ import { eventRoutes } from './modules/events/event.routes.ts';
 import { commissionRoutes } from './modules/ledger/commission.routes.ts';
 import { payoutRoutes } from './modules/payouts/payout.routes.ts';
 import { portalApiRoutes } from './modules/portal/portal.routes.ts';
-import { billingEventRoutes, stripeWebhookRoutes } from './modules/billing/billing.routes.ts';
-import { settleWaitingInvoicesOfReferral } from './modules/billing/stripe.service.ts';
+import { billingEventRoutes, billingWebhookRoutes } from './modules/billing/billing.routes.ts';
+import { settleWaitingInvoicesOfReferral } from './modules/billing/billing.service.ts';
 import { notFoundPage, webRoutes } from './web/web.ts';
 import { TokenCache } from './modules/tokens/token-cache.ts';
 import { onLocalChange, TOKEN_CHANGE_CHANNEL } from './db/change-watch.ts';
@@ -154,10 +154,10 @@ export async function buildApp(config: Config, database: DatabaseHandle, options
 
   // 4. Click tracking: the merchant-site script and the endpoint it reports to (no token).
   await app.register(trackingRoutes, services);
-  // Stripe's webhooks for a program (its signature is the credential).
+  // The billing providers' webhooks for a program (each provider's signature is the credential).
   await app.register(async (billing) => {
     scopeWritesToProgram(billing, (request) => (request.params as { programId: string }).programId);
-    await billing.register(stripeWebhookRoutes, services);
+    await billing.register(billingWebhookRoutes, services);
   });
 
   // 5. The browser side: accounts, dashboard, connect flow.

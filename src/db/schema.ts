@@ -213,7 +213,7 @@ export interface BillingEventsTable {
   program_id: string;
   /** The provider's event id (evt_…). */
   id: string;
-  provider: 'stripe';
+  provider: string;
   type: string;
   /** When Tandem received it (the API's receivedAt). */
   created_at: Timestamp;

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
-import * as stripeService from '../../src/modules/billing/stripe.service.ts';
+import * as stripeService from '../../src/modules/billing/billing.service.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
@@ -220,7 +220,7 @@ describe('a waiting invoice is read only when its customer is referred', () => {
 
 describe('the 24-hour expiry runs in the worker, in batches', () => {
   it("marks 50,000 invoices that waited 24 hours ignored with the reason, 500 a statement, while another program's writes go on unblocked", async () => {
-    assert.equal(typeof expireWaitingInvoices, 'function', 'the worker has an expiry of waiting invoices (billing/stripe.service.ts expireWaitingInvoices)');
+    assert.equal(typeof expireWaitingInvoices, 'function', 'the worker has an expiry of waiting invoices (billing/billing.service.ts expireWaitingInvoices)');
     const stale = await connectedProgram();
     const other = await connectedProgram();
     const buyer = stripeId('cus');

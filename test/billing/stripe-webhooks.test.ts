@@ -9,7 +9,7 @@ import Stripe from 'stripe';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
 import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
-import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { connectStripe } from '../../src/modules/billing/billing.service.ts';
 import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
 import { postStripeEvent, stripeEvent } from '../helpers/stripe-events.ts';

@@ -11,7 +11,7 @@ import { created, unique, uniqueEmail } from '../helpers/fixtures.ts';
 import { createUser } from '../../src/modules/users/user.service.ts';
 import { createProgram } from '../../src/modules/programs/program.service.ts';
 import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { connectStripe } from '../../src/modules/billing/billing.service.ts';
 import { postStripeEvent, stripeEvent, stripeId } from '../helpers/stripe-events.ts';
 
 let t: TestServer;

@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import { copyData } from '../../src/db/copy-data.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { connectStripe } from '../../src/modules/billing/billing.service.ts';
 import { startServer } from '../../src/server.ts';
 import { apiClient, rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { createTestDatabase, testDialect, type TestDialect } from '../helpers/test-database.ts';

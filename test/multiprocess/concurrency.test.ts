@@ -14,7 +14,7 @@ import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
-import { connectStripe } from '../../src/modules/billing/stripe.service.ts';
+import { connectStripe } from '../../src/modules/billing/billing.service.ts';
 import Stripe from 'stripe';
 
 const PROCESSES = 2;

@@ -10,7 +10,7 @@ import {
   PORTAL_SIGNUPS,
   updateProgramSettings,
 } from '../../modules/programs/program.service.ts';
-import { connectStripe } from '../../modules/billing/stripe.service.ts';
+import { connectStripe } from '../../modules/billing/billing.service.ts';
 import { minute, optionalCount, optionalNumber, optionalText, table, text, UsageError, uuid, withMigratedDatabase, type Command } from '../command.ts';
 
 // Programs: an owner's affiliate program, its commission plan, portal and Stripe connection.

@@ -8,12 +8,14 @@ import { ApiError, notFound } from '../../domain/errors.ts';
 import { DateTime, errorResponses, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
 import { getProgram, toProgramContext } from '../programs/program.service.ts';
-import { getBillingEventPage, recordStripeEvent, verifyStripeEvent } from './stripe.service.ts';
+import { getBillingEventPage, recordBillingEvent, verifyBillingEvent } from './billing.service.ts';
+import type { BillingProvider } from './billing-provider.ts';
+import { BILLING_PROVIDERS } from './providers/index.ts';
 
 export const BillingEventSchema = Type.Object(
   {
     id: Type.String({ description: "the provider's event id (evt_…)" }),
-    provider: Type.String({ enum: ['stripe'] }),
+    provider: Type.String({ enum: BILLING_PROVIDERS.map((provider) => provider.name) }),
     type: Type.String(),
     receivedAt: DateTime,
     outcome: Type.String({ enum: ['recorded', 'waiting', 'ignored'] }),
@@ -85,26 +87,30 @@ const STRIPE_WEBHOOK_DOCS = {
   },
 };
 
+/** Each provider's receiver documented as its own path (the OpenAPI reference shows its payload); Stripe's is the one so far. */
+const WEBHOOK_DOCS: Record<string, typeof STRIPE_WEBHOOK_DOCS> = { stripe: STRIPE_WEBHOOK_DOCS };
+
 /**
- * Stripe's webhook endpoint: no bearer token (the Stripe-Signature header is the credential),
- * the raw body kept for the signature check. Each program may send RATE_LIMIT_PER_MINUTE
- * verified events a minute (counted per process, apart from its API requests); past it the
- * event is answered 429 with Retry-After and recorded nothing, and Stripe sends it again later.
+ * The billing providers' receivers, `/api/billing/{provider}/{programId}`, one handler for all
+ * (billing.service.ts): no bearer token (the provider's signature is the credential), the raw
+ * body kept for the signature check. Each program may send RATE_LIMIT_PER_MINUTE verified events
+ * a minute per provider (counted per process, apart from its API requests); past it the event is
+ * answered 429 with Retry-After and recorded nothing, and the provider sends it again later.
  */
-export const stripeWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock, config }) => {
+export const billingWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, { db, clock, config }) => {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
   const admit = await limitEventsPerProgram(app, config.rateLimitPerMinute);
-  app.post('/api/billing/stripe/:programId', { config: { docs: STRIPE_WEBHOOK_DOCS } }, async (request, reply) => {
+  const receive = (provider: BillingProvider) => async (request: FastifyRequest, reply: FastifyReply) => {
     const { programId } = request.params as { programId: string };
     if (!isUuid(programId)) throw notFound('Program');
     const program = toProgramContext(await getProgram(db, programId.toLowerCase()), clock);
-    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const signature = request.headers['stripe-signature'];
-    const event = await verifyStripeEvent(db, program, raw, typeof signature === 'string' ? signature : undefined);
+    const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const event = await verifyBillingEvent(db, program, provider, { rawBody, headers: request.headers });
     // Counted once verified: a request without the program's secret spends nothing of its limit.
-    await admit(request, reply, program.id);
-    return reply.send(await recordStripeEvent(db, program, event));
-  });
+    await admit(request, reply, provider, program.id);
+    return reply.send(await recordBillingEvent(db, program, provider, event));
+  };
+  for (const provider of BILLING_PROVIDERS) app.post(`/api/billing/${provider.name}/:programId`, { config: { docs: WEBHOOK_DOCS[provider.name] } }, receive(provider));
 };
 
 /**
@@ -112,14 +118,23 @@ export const stripeWebhookRoutes: FastifyPluginAsync<AppServices> = async (app, 
  * so one program's flood never touches another's count): a function that throws a 429 with
  * Retry-After once the program is over `perMinute`; `0` turns it off.
  */
-async function limitEventsPerProgram(app: FastifyInstance, perMinute: number): Promise<(request: FastifyRequest, reply: FastifyReply, programId: string) => Promise<void>> {
+async function limitEventsPerProgram(app: FastifyInstance, perMinute: number): Promise<(request: FastifyRequest, reply: FastifyReply, provider: BillingProvider, programId: string) => Promise<void>> {
   if (perMinute === 0) return async () => {};
   await app.register(rateLimit, { global: false });
-  const count = app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `stripe:${(request.params as { programId: string }).programId.toLowerCase()}` });
-  return async (request, reply, programId) => {
-    const counted = await count(request);
+  // One count per provider, keyed by the program: a program's Stripe events never spend its Paddle ones.
+  const counters = new Map(
+    BILLING_PROVIDERS.map((provider) => [
+      provider.name,
+      app.createRateLimit({ max: perMinute, timeWindow: 60_000, keyGenerator: (request) => `${provider.name}:${(request.params as { programId: string }).programId.toLowerCase()}` }),
+    ]),
+  );
+  return async (request, reply, provider, programId) => {
+    const counted = await counters.get(provider.name)!(request);
     if (counted.isAllowed || !counted.isExceeded) return;
     reply.header('retry-after', String(counted.ttlInSeconds));
-    throw new ApiError('rate_limited', `Program ${programId} is over its ${perMinute} Stripe events per minute; nothing was recorded. Retry in ${counted.ttlInSeconds} s (Stripe retries by itself).`);
+    throw new ApiError(
+      'rate_limited',
+      `Program ${programId} is over its ${perMinute} ${provider.displayName} events per minute; nothing was recorded. Retry in ${counted.ttlInSeconds} s (${provider.displayName} retries by itself).`,
+    );
   };
 }

@@ -6,7 +6,7 @@ import { purgeClicksBefore } from '../tracking/click.repository.ts';
 import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
 import { purgeMailBefore } from '../mail/mail.repository.ts';
 import { purgeBillingEventsBefore } from '../billing/billing.repository.ts';
-import { expireWaitingInvoices } from '../billing/stripe.service.ts';
+import { expireWaitingInvoices } from '../billing/billing.service.ts';
 
 /** Sent and given-up e-mail is kept this long (to see what went out), then purged. */
 const MAIL_KEPT_MS = 30 * 86_400_000;
@@ -39,7 +39,7 @@ const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
  * window has ended, click rows of UTC days more than `clickRetentionDays` back (the
  * once-a-day dedupe needs only today's; the counters and daily counts keep every click), and
  * e-mail sent or given up more than 30 days ago. Stripe invoices that waited 24 hours for their
- * customer's referral are marked ignored, in batches (billing/stripe.service.ts).
+ * customer's referral are marked ignored, in batches (billing/billing.service.ts).
  * Run by the worker; each kind goes in batches with a turn of the event loop between them, and
  * once `deadline` (a `performance.now()` time) has passed each kind stops after its next batch (the next pass goes on).
  */

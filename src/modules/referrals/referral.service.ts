@@ -111,7 +111,7 @@ export async function insertOrGetCustomer(tx: Tx, program: ProgramContext, credi
 /**
  * Work of a module above this one, done in the transaction that makes a referral or gives it a
  * referredUserExternalId: billing turns the customer's waiting Stripe invoices into sales
- * (billing/stripe.service.ts). app.ts hands it to the routes (AppServices.referralMade), so
+ * (billing/billing.service.ts). app.ts hands it to the routes (AppServices.referralMade), so
  * this module need not know billing.
  */
 export type ReferralMade = (tx: Tx, program: ProgramContext, referral: Referral) => Promise<void>;

@@ -2,7 +2,7 @@ import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { listProgramTokens } from '../tokens/token.service.ts';
 import { getLinkPage } from '../affiliates/link.service.ts';
-import { getStripeStatus } from '../billing/stripe.service.ts';
+import { getStripeStatus } from '../billing/billing.service.ts';
 import type { ProgramTotals } from './overview.service.ts';
 
 // The overview's "Get started" checklist (issue 21 item 8): each step is ticked by what the

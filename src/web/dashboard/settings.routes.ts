@@ -3,7 +3,7 @@ import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
 import { updateProgram, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
-import { connectStripe, getStripeStatus } from '../../modules/billing/stripe.service.ts';
+import { connectStripe, getStripeStatus } from '../../modules/billing/billing.service.ts';
 import { lastCountedClick } from '../../modules/tracking/click.service.ts';
 import { html } from '../html.ts';
 import { renderPage } from '../layout.ts';

@@ -1,4 +1,4 @@
-import type { BillingEvent } from '../../modules/billing/stripe.service.ts';
+import type { BillingEvent } from '../../modules/billing/billing.service.ts';
 import type { Integration } from '../../modules/integrations/integration.service.ts';
 import { MAX_HOLD_DAYS, type Program } from '../../modules/programs/program.service.ts';
 import type { lastCountedClick } from '../../modules/tracking/click.service.ts';

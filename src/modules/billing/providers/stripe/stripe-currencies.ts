@@ -1,4 +1,4 @@
-import { minorUnitDigits, rescaleMinorUnits, unitsToDecimalText } from '../../domain/money.ts';
+import { minorUnitDigits, rescaleMinorUnits, unitsToDecimalText } from '../../../../domain/money.ts';
 
 // How Stripe counts an amount (docs.stripe.com/currencies, "Minor units in API amounts"): in a
 // currency's smallest unit by Stripe's own table, which is not ICU's (money.ts, the program's

@@ -1,4 +1,3 @@
-import type Stripe from 'stripe';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { inTransaction } from '../../db/transaction.ts';
 import { instanceKey } from '../../db/instance-keys.ts';
@@ -6,7 +5,6 @@ import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts
 import { toIso } from '../../domain/clock.ts';
 import { ApiError, invalidField } from '../../domain/errors.ts';
 import { fromMinorUnits } from '../../domain/money.ts';
-import { stripeAmountToMinor } from './stripe-currencies.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { createReferral, getReferral } from '../referrals/referral.service.ts';
 import type { Referral } from '../referrals/referral.schema.ts';
@@ -14,26 +12,10 @@ import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.servi
 import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import type { CreateSaleBody } from '../sales/sale.schema.ts';
-import {
-  readCharge,
-  readCheckoutSession,
-  readCustomer,
-  readDispute,
-  readEnvelope,
-  readInvoice,
-  readInvoicePayment,
-  referralBody,
-  saleBody,
-  type CheckoutSession,
-  type Charge,
-  type Credit,
-  type Dispute,
-  type Invoice,
-  type Promotion,
-  type Read,
-  type StripeCustomer,
-  type StripeEnvelope,
-} from './stripe-payload.ts';
+import { referralBody, saleBody, type Credit } from './billing-input.ts';
+import type { BillingAction, BillingCustomer, BillingEnvelope, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
+import { billingProviderNamed } from './providers/index.ts';
+import { STRIPE_SECRET } from './providers/stripe/stripe.provider.ts';
 import {
   countWaitingInvoices,
   expireWaitingInvoicesBefore,
@@ -52,24 +34,16 @@ import {
 import { open, seal } from './sealed-secret.ts';
 import { saveStripeSecret, sealedStripeSecretOf } from '../programs/program.service.ts';
 
-// Stripe, connected by one signing secret (issue 20; CONTRACT "Billing providers (Stripe)").
-// POST /api/billing/stripe/{programId} verifies each event with the official package (5-minute
-// tolerance), turns what it understands into referrals and sales through the same services as
-// the API, and stores the event once with its outcome. Its id is claimed first, in the
-// transaction of its work, so a redelivery (even to two processes at once) does nothing and a
-// failed one leaves no claim. The work is idempotent by Stripe's own ids besides — a customer
-// is a referral's referredUserExternalId, an invoice a sale's externalInvoiceId (duplicate_* is
-// a success here), a dispute keeps its state (billing_disputes) — so the same invoice under
-// another event id records one sale, and a late dispute event changes nothing.
+// The billing providers' events applied (issue 20, issue 32; CONTRACT "Billing providers").
+// POST /api/billing/{provider}/{programId} has the provider verify the delivery and read it into
+// an action (billing-provider.ts); this turns the action into referrals and sales through the
+// same services as the API, and stores the event once with its outcome. Its id is claimed first,
+// in the transaction of its work, so a redelivery (even to two processes at once) does nothing
+// and a failed one leaves no claim. The work is idempotent by the provider's own ids besides — a
+// customer is a referral's referredUserExternalId, a payment a sale's externalInvoiceId
+// (duplicate_* is a success here), a dispute keeps its state (billing_disputes) — so the same
+// payment under another event id records one sale, and a late dispute event changes nothing.
 
-/**
- * The official package, loaded when the first Stripe event arrives: it is large (every API
- * resource of Stripe), and a server whose programs do not use Stripe never needs it (measured:
- * an idle server's RSS 143 → 137 MB).
- */
-let stripeClient: Promise<Stripe> | null = null;
-const stripe = () => (stripeClient ??= import('stripe').then(({ default: StripeClient }) => new StripeClient('sk_unused_only_webhook_verification')));
-const TOLERANCE_SECONDS = 300;
 /** An invoice of a customer not referred yet waits this long for the referral. */
 const WAITING_MS = 24 * 3_600_000;
 /**
@@ -84,19 +58,18 @@ const SETTLED_PER_REFERRAL = 100;
 /** Waiting invoices the worker's expiry ignores per statement (and transaction). */
 export const WAITING_EXPIRY_BATCH = 500;
 const EXPIRED_REASON = 'the customer was not referred within 24 hours of the invoice';
-const SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
 
 const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
 
 /** Saves (or replaces) a program's Stripe webhook signing secret, sealed; it is never shown again. */
 export async function connectStripe(db: Db, programId: string, secret: string, now: string): Promise<void> {
-  if (!SECRET.test(secret)) throw invalidField('#/stripeWebhookSecret', 'must be a Stripe webhook signing secret (whsec_…)');
+  if (!STRIPE_SECRET.test(secret)) throw invalidField('#/stripeWebhookSecret', 'must be a Stripe webhook signing secret (whsec_…)');
   await saveStripeSecret(db, programId, seal(await billingKey(db), secret), now);
 }
 
 export interface BillingEvent {
   id: string;
-  provider: 'stripe';
+  provider: string;
   type: string;
   receivedAt: string;
   outcome: BillingEventRow['outcome'];
@@ -145,11 +118,14 @@ export async function expireWaitingInvoices(db: Db, now: Date, batch = WAITING_E
 
 type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>;
 
-/** What a waiting invoice keeps to become a sale when its customer is referred. */
+/**
+ * What a waiting invoice keeps to become a sale when its customer is referred (billing_events.
+ * waiting, JSON; the names are those rows already stored carry): the amount as its provider
+ * counts it, converted by the provider the event came from (billing_events.provider).
+ */
 interface WaitingInvoice {
   invoiceId: string;
-  /** In Stripe's minor units of the program's currency (stripe-currencies.ts converts it). */
-  amountPaid: number;
+  amountPaid: unknown;
   paidAt: string | null;
 }
 const ignored = (reason: string): Outcome => ({ outcome: 'ignored', reason, referral_id: null, sale_id: null });
@@ -159,10 +135,10 @@ function existingIdOf(error: unknown): string | number | undefined {
   return error instanceof ApiError && (error.code === 'duplicate_referral' || error.code === 'duplicate_sale') ? (error as ApiError & { existingId?: string | number }).existingId : undefined;
 }
 
-/** The program's promotional code for a Stripe promotion code: by externalId (promo_…), else by its code string. */
-async function codeForPromotion(db: Db, program: ProgramContext, promotion: Promotion | null): Promise<string | undefined> {
-  if (!promotion) return undefined;
-  for (const query of [promotion.id ? { externalId: promotion.id } : null, promotion.code ? { code: promotion.code } : null]) {
+/** The program's promotional code for a provider's discount code: by externalId (its id there), else by its code string. */
+async function codeForDiscount(db: Db, program: ProgramContext, discount: DiscountCode | null): Promise<string | undefined> {
+  if (!discount) return undefined;
+  for (const query of [discount.id ? { externalId: discount.id } : null, discount.code ? { code: discount.code } : null]) {
     if (!query) continue;
     try {
       return (await getPromotionalCode(db, program, query)).code;
@@ -173,14 +149,14 @@ async function codeForPromotion(db: Db, program: ProgramContext, promotion: Prom
   return undefined;
 }
 
-async function creditOf(db: Db, program: ProgramContext, ref: string | undefined, promotion: Promotion | null): Promise<Credit | undefined> {
+async function creditOf(db: Db, program: ProgramContext, ref: string | undefined, discount: DiscountCode | null): Promise<Credit | undefined> {
   if (ref) return { affiliateId: ref };
-  const code = await codeForPromotion(db, program, promotion);
+  const code = await codeForDiscount(db, program, discount);
   return code === undefined ? undefined : { promoCode: code };
 }
 
-async function referCustomer(db: Tx, program: ProgramContext, customer: StripeCustomer, credit: Credit | undefined): Promise<Outcome> {
-  if (!credit) return ignored('no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program');
+async function referCustomer(db: Tx, program: ProgramContext, provider: BillingProvider, customer: BillingCustomer, credit: Credit | undefined): Promise<Outcome> {
+  if (!credit) return ignored(provider.noCredit);
   if (!customer.email) return ignored('the customer has no e-mail');
   const body = referralBody(customer, credit);
   if ('reason' in body) return ignored(body.reason);
@@ -207,32 +183,35 @@ async function settleWaitingInvoices(tx: Tx, program: ProgramContext, customerId
   const since = new Date(program.clock().getTime() - WAITING_MS).toISOString();
   for (const row of await takeWaitingInvoicesOf(tx, program.id, customerId, since, SETTLED_PER_REFERRAL)) {
     const invoice = JSON.parse(row.waiting ?? '{}') as WaitingInvoice;
-    await settleBillingEvent(tx, program.id, row.id, await recordInvoiceSale(tx, program, referralId, invoice));
+    const provider = billingProviderNamed(row.provider);
+    const outcome = provider
+      ? await recordPaymentSale(tx, program, provider, referralId, { id: invoice.invoiceId, amount: invoice.amountPaid, amountField: 'amount_paid', currency: program.currency, paidAt: invoice.paidAt })
+      : ignored(`${row.provider} is not a billing provider of this version of Tandem`);
+    await settleBillingEvent(tx, program.id, row.id, outcome);
   }
 }
 
 /**
  * A referral made through the API or the dashboard (POST or PUT /referrals) with a
- * referredUserExternalId: the Stripe invoices of that customer waiting for it become its sales,
- * in the referral's transaction (app.ts passes this to the referral routes as
- * AppServices.referralMade).
+ * referredUserExternalId: the invoices of that customer waiting for it become its sales, in the
+ * referral's transaction (app.ts passes this to the referral routes as AppServices.referralMade).
  */
 export async function settleWaitingInvoicesOfReferral(tx: Tx, program: ProgramContext, referral: Referral): Promise<void> {
   if (referral.referredUserExternalId) await settleWaitingInvoices(tx, program, referral.referredUserExternalId, referral.id);
 }
 
-/** The POST /sales body of a paid invoice (or session) of the referral, by the API's rules; the reason when they refuse it. */
-function invoiceSaleBody(program: ProgramContext, referralId: string, invoice: WaitingInvoice, field: string): Read<CreateSaleBody> {
-  const amount = stripeAmountToMinor(invoice.amountPaid, program.currency, field);
+/** The POST /sales body of a payment of the referral, by the API's rules; the reason when they refuse it. */
+function paymentSaleBody(program: ProgramContext, provider: BillingProvider, referralId: string, payment: Payment): Read<CreateSaleBody> {
+  const amount = provider.amountToMinor(payment.amount, program.currency, payment.amountField);
   if ('reason' in amount) return amount;
-  return saleBody({ referralId, totalEarned: fromMinorUnits(amount.minor, program.currency), externalInvoiceId: invoice.invoiceId });
+  return saleBody({ referralId, totalEarned: fromMinorUnits(amount.minor, program.currency), externalInvoiceId: payment.id });
 }
 
-async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: string, invoice: WaitingInvoice, field = 'amount_paid'): Promise<Outcome> {
-  const body = invoiceSaleBody(program, referralId, invoice, field);
+async function recordPaymentSale(db: Db, program: ProgramContext, provider: BillingProvider, referralId: string, payment: Payment): Promise<Outcome> {
+  const body = paymentSaleBody(program, provider, referralId, payment);
   if ('reason' in body) return ignored(body.reason);
   try {
-    const paidAt = invoice.paidAt === null ? undefined : new Date(invoice.paidAt);
+    const paidAt = payment.paidAt === null ? undefined : new Date(payment.paidAt);
     const sale = await createSale(db, program, body.value, { paidAt });
     return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
   } catch (error) {
@@ -243,25 +222,26 @@ async function recordInvoiceSale(db: Db, program: ProgramContext, referralId: st
   }
 }
 
-async function sellPayment(db: Db, program: ProgramContext, session: CheckoutSession, referralId: string): Promise<Outcome> {
-  if ((session.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(session.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
-  if (session.paymentIntent) await recordPayment(db, program.id, session.paymentIntent, session.id, program.clock().toISOString());
-  return recordInvoiceSale(db, program, referralId, { invoiceId: session.id, amountPaid: session.amountTotal as number, paidAt: session.createdAt }, 'amount_total');
+/** A one-time payment of a customer just referred (a checkout without an invoice): the sale itself. */
+async function sellOneTimePayment(db: Db, program: ProgramContext, provider: BillingProvider, payment: Payment, referralId: string): Promise<Outcome> {
+  if ((payment.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(payment.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
+  if (payment.reference) await recordPayment(db, program.id, payment.reference, payment.id, program.clock().toISOString());
+  return recordPaymentSale(db, program, provider, referralId, payment);
 }
 
 /**
  * A dispute holds the sale's unpaid commission (not due) while it is open; lost, the commission
  * is taken back like a full refund; won, it falls due at once. Each dispute keeps its state
  * (billing_disputes): an event older than the one applied, or any event after the close, is
- * ignored — a redelivered or late charge.dispute.created never holds a closed dispute again.
+ * ignored — a redelivered or late "dispute opened" never holds a closed dispute again.
  */
-async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, dispute: Dispute): Promise<Outcome> {
-  const invoiceId = dispute.paymentIntent ? await invoiceOfPayment(tx, program.id, dispute.paymentIntent) : undefined;
+async function disputeOutcome(tx: Tx, program: ProgramContext, dispute: Extract<BillingAction, { kind: 'dispute' }>): Promise<Outcome> {
+  const invoiceId = dispute.reference ? await invoiceOfPayment(tx, program.id, dispute.reference) : undefined;
   const saleId = invoiceId ? await findSaleIdOfInvoice(tx, program, invoiceId) : undefined;
   if (!invoiceId || saleId === undefined) return ignored('no recorded sale matches the disputed payment');
   const eventAt = dispute.eventCreatedAt;
   const now = program.clock().toISOString();
-  const state = { program_id: program.id, id: dispute.id, sale_id: saleId, status: dispute.status, event_created_at: eventAt, closed_at: closes ? now : null, updated_at: now };
+  const state = { program_id: program.id, id: dispute.id, sale_id: saleId, status: dispute.status, event_created_at: eventAt, closed_at: dispute.closes ? now : null, updated_at: now };
   if (!(await recordDisputeState(tx, state))) {
     const recorded = (await findDispute(tx, program.id, dispute.id))!;
     const recordedAt = toIso(recorded.event_created_at);
@@ -272,7 +252,7 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, 
         : `the dispute ${dispute.id} is closed already (${was}): this event of it, created ${eventAt}, changes nothing`,
     );
   }
-  if (!closes) {
+  if (!dispute.closes) {
     await holdSaleCommission(tx, program, saleId, 'dispute');
     return { outcome: 'recorded', reason: 'the commission is held while the dispute is open', referral_id: null, sale_id: saleId };
   }
@@ -287,36 +267,37 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, closes: boolean, 
   return { outcome: 'recorded', reason: dispute.status === 'lost' ? 'the dispute was lost: the commission is taken back' : `the dispute closed (${dispute.status}): the commission is due`, referral_id: null, sale_id: saleId };
 }
 
-async function sellInvoice(db: Tx, program: ProgramContext, invoice: Invoice): Promise<Outcome> {
-  if (!invoice.amountPaid || (invoice.amountPaid as number) <= 0) return ignored('nothing was paid');
-  if (invoice.currency.toUpperCase() !== program.currency) return ignored(`paid in ${invoice.currency.toUpperCase()}, not the program's ${program.currency}`);
-  if (!invoice.customerId || !invoice.customer) return ignored('the invoice names no customer');
-  const waiting: WaitingInvoice = { invoiceId: invoice.id, amountPaid: invoice.amountPaid as number, paidAt: invoice.paidAt };
+/** A payment of a customer: their referral's sale, or (a customer not referred yet) waiting up to 24 hours for the referral. */
+async function sellPayment(db: Tx, program: ProgramContext, provider: BillingProvider, { customerId, customer, discount, payment }: Extract<BillingAction, { kind: 'pay' }>): Promise<Outcome> {
+  if (!payment.amount || (payment.amount as number) <= 0) return ignored('nothing was paid');
+  const currency = (payment.currency ?? '').toUpperCase();
+  if (currency !== program.currency) return ignored(`paid in ${currency || '?'}, not the program's ${program.currency}`);
+  if (!customerId || !customer) return ignored('the invoice names no customer');
+  const waiting: WaitingInvoice = { invoiceId: payment.id, amountPaid: payment.amount, paidAt: payment.paidAt };
   // What the API would refuse of the sale (an amount the program's currency cannot hold, one
   // past its limit) is ignored now, rather than after waiting. The referral is a placeholder.
-  const refused = invoiceSaleBody(program, '00000000-0000-4000-8000-000000000000', waiting, 'amount_paid');
+  const refused = paymentSaleBody(program, provider, '00000000-0000-4000-8000-000000000000', payment);
   if ('reason' in refused) return ignored(refused.reason);
-  // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
-  if (invoice.paymentIntent) await recordPayment(db, program.id, invoice.paymentIntent, invoice.id, program.clock().toISOString());
-  let referralId = await referralIdOfCustomer(db, program, invoice.customerId);
+  if (payment.reference) await recordPayment(db, program.id, payment.reference, payment.id, program.clock().toISOString());
+  let referralId = await referralIdOfCustomer(db, program, customerId);
   if (referralId === undefined) {
-    // A promotion code on the invoice credits its affiliate: the customer becomes their referral.
-    const byCode = await creditOf(db, program, undefined, invoice.promotion);
+    // A discount code on the payment credits its affiliate: the customer becomes their referral.
+    const byCode = await creditOf(db, program, undefined, discount);
     if (byCode) {
-      const referred = await referCustomer(db, program, invoice.customer, byCode);
-      if (referred.outcome === 'recorded') return recordInvoiceSale(db, program, referred.referral_id!, waiting);
+      const referred = await referCustomer(db, program, provider, customer, byCode);
+      if (referred.outcome === 'recorded') return recordPaymentSale(db, program, provider, referred.referral_id!, payment);
     }
-    // Stripe sends the first invoice before the checkout's customer as often as after. Looked
+    // A provider sends the first payment before the checkout's customer as often as after. Looked
     // for again under the customer's lock: a referral committed meanwhile is seen, and one
     // made after this waits for our commit and then finds the invoice (settleWaitingInvoices).
-    await lockWaitingInvoicesOf(db, program.id, invoice.customerId);
-    referralId = await referralIdOfCustomer(db, program, invoice.customerId);
+    await lockWaitingInvoicesOf(db, program.id, customerId);
+    referralId = await referralIdOfCustomer(db, program, customerId);
   }
-  if (referralId !== undefined) return recordInvoiceSale(db, program, referralId, waiting);
+  if (referralId !== undefined) return recordPaymentSale(db, program, provider, referralId, payment);
   if ((await countWaitingInvoices(db, program.id, WAITING_INVOICES_PER_PROGRAM)) >= WAITING_INVOICES_PER_PROGRAM) {
-    return ignored(`the customer ${invoice.customerId} is not referred, and ${WAITING_INVOICES_PER_PROGRAM.toLocaleString('en-US')} invoices of customers not referred yet are already waiting (the most a program keeps): this one is not kept`);
+    return ignored(`the customer ${customerId} is not referred, and ${WAITING_INVOICES_PER_PROGRAM.toLocaleString('en-US')} invoices of customers not referred yet are already waiting (the most a program keeps): this one is not kept`);
   }
-  return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${invoice.customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: invoice.customerId };
+  return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: customerId };
 }
 
 async function referralIdOfCustomer(db: Db, program: ProgramContext, customerId: string): Promise<string | undefined> {
@@ -328,13 +309,13 @@ async function referralIdOfCustomer(db: Db, program: ProgramContext, customerId:
   }
 }
 
-/** A charge's refunds: its sale (by invoice, or by the payment the invoice was paid with) refunded up to Stripe's cumulative amount. */
-async function refundCharge(db: Db, program: ProgramContext, charge: Charge): Promise<Outcome> {
-  if (charge.currency.toUpperCase() !== program.currency) return ignored(`refunded in ${charge.currency.toUpperCase()}, not the program's ${program.currency}`);
-  let invoiceId = charge.invoiceId;
-  if (!invoiceId && charge.paymentIntent) invoiceId = await invoiceOfPayment(db, program.id, charge.paymentIntent);
-  if (!invoiceId) return ignored('no recorded invoice matches the charge');
-  const refunded = stripeAmountToMinor(charge.amountRefunded, program.currency, 'amount_refunded');
+/** A refund: the payment's sale (by its id, or by the reference it was paid with) refunded up to the provider's cumulative amount. */
+async function refundPayment(db: Db, program: ProgramContext, provider: BillingProvider, refund: Extract<BillingAction, { kind: 'refund' }>): Promise<Outcome> {
+  if (refund.currency.toUpperCase() !== program.currency) return ignored(`refunded in ${refund.currency.toUpperCase()}, not the program's ${program.currency}`);
+  let invoiceId = refund.paymentId;
+  if (!invoiceId && refund.reference) invoiceId = await invoiceOfPayment(db, program.id, refund.reference);
+  if (!invoiceId) return ignored(provider.noPaymentRefunded);
+  const refunded = provider.amountToMinor(refund.refundedTotal, program.currency, refund.amountField);
   if ('reason' in refunded) return ignored(refunded.reason);
   try {
     const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: refunded.minor });
@@ -345,79 +326,58 @@ async function refundCharge(db: Db, program: ProgramContext, charge: Charge): Pr
   }
 }
 
-/** Runs `work` on what `read` made of the event, or ignores the event with the reason it could not be read. */
-function withRead<T>(read: Read<T>, work: (value: T) => Promise<Outcome>): Promise<Outcome> {
-  return 'reason' in read ? Promise.resolve(ignored(read.reason)) : work(read.value);
+/** An event's work, in the transaction that claimed its id. */
+async function apply(db: Tx, program: ProgramContext, provider: BillingProvider, action: BillingAction): Promise<Outcome> {
+  switch (action.kind) {
+    case 'refer': {
+      const referred = await referCustomer(db, program, provider, action.customer, await creditOf(db, program, action.referral, action.discount));
+      if (referred.outcome === 'recorded' && action.payment) return sellOneTimePayment(db, program, provider, action.payment, referred.referral_id!);
+      return referred;
+    }
+    case 'pay':
+      return sellPayment(db, program, provider, action);
+    case 'refund':
+      return refundPayment(db, program, provider, action);
+    case 'dispute':
+      return disputeOutcome(db, program, action);
+    case 'note-payment':
+      await recordPayment(db, program.id, action.reference, action.paymentId, program.clock().toISOString());
+      return { outcome: 'recorded', reason: `payment ${action.reference} of ${action.paymentId} noted for refunds`, referral_id: null, sale_id: null };
+    case 'ignore':
+      return ignored(action.reason);
+  }
 }
 
-/** An event's work, in the transaction that claimed its id; every value read by the API's input rules (stripe-payload.ts). */
-async function handle(db: Tx, program: ProgramContext, { type, event }: StripeEnvelope): Promise<Outcome> {
-  switch (type) {
-    case 'customer.created':
-    case 'customer.updated':
-      return withRead(readCustomer(event), async ({ customer, referral }) => referCustomer(db, program, customer, await creditOf(db, program, referral, null)));
-    case 'checkout.session.completed':
-      return withRead(readCheckoutSession(event), async (session) => {
-        if (!session.customer) return ignored('the session has no customer');
-        const referred = await referCustomer(db, program, session.customer, await creditOf(db, program, session.referral, session.promotion));
-        // A one-time payment (no invoice) is the sale itself, keyed by the session.
-        if (referred.outcome === 'recorded' && session.isPaidPayment) return sellPayment(db, program, session, referred.referral_id!);
-        return referred;
-      });
-    case 'invoice.paid':
-      return withRead(readInvoice(event), (invoice) => sellInvoice(db, program, invoice));
-    case 'charge.refunded':
-      return withRead(readCharge(event), (charge) => refundCharge(db, program, charge));
-    case 'charge.dispute.created':
-    case 'charge.dispute.closed':
-      return withRead(readDispute(event), (dispute) => disputeOutcome(db, program, type === 'charge.dispute.closed', dispute));
-    case 'invoice_payment.paid':
-      // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
-      return withRead(readInvoicePayment(event), async ({ invoiceId, paymentIntent }) => {
-        if (!invoiceId || !paymentIntent) return ignored('the payment names no invoice or payment intent');
-        await recordPayment(db, program.id, paymentIntent, invoiceId, program.clock().toISOString());
-        return { outcome: 'recorded', reason: `payment ${paymentIntent} of ${invoiceId} noted for refunds`, referral_id: null, sale_id: null };
-      });
-    default:
-      return ignored(`${type} is not an event Tandem uses`);
-  }
+/** The program's sealed secret for `provider`: null when none is saved, undefined when there is no such program. */
+function sealedSecretOf(db: Db, provider: BillingProvider, programId: string): Promise<string | null | undefined> {
+  return provider.name === 'stripe' ? sealedStripeSecretOf(db, programId) : Promise.resolve(null);
 }
 
 /**
- * A delivery from Stripe, verified: its signature by the program's secret (a missing or bad one,
- * or none saved, is a 400 and nothing is recorded), then the id and type it will be stored
+ * A delivery from a provider, verified: by the program's secret (a missing or bad signature, or
+ * no secret saved, is a 400 and nothing is recorded), then the id and type it will be stored
  * under. What counts against the program's limit of events per minute is only what passes here
  * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
-export async function verifyStripeEvent(db: Db, program: ProgramContext, rawBody: Buffer, signature: string | undefined): Promise<StripeEnvelope> {
-  const sealed = await sealedStripeSecretOf(db, program.id);
-  if (!sealed) throw new ApiError('bad_request', 'Stripe is not connected to this program: save its webhook signing secret first.');
-  const client = await stripe();
-  let parsed: unknown;
-  try {
-    parsed = client.webhooks.constructEvent(rawBody, signature ?? '', open(await billingKey(db), sealed), TOLERANCE_SECONDS);
-  } catch {
-    throw new ApiError('bad_request', 'The Stripe-Signature header is missing, or does not match this program\'s signing secret within 5 minutes.');
-  }
-  // Signed, but an id or type the event could not be stored under: refused, nothing recorded.
-  const envelope = readEnvelope(parsed);
-  if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
-  return envelope.value;
+export async function verifyBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, delivery: Delivery): Promise<BillingEnvelope> {
+  const sealed = await sealedSecretOf(db, provider, program.id);
+  if (!sealed) throw new ApiError('bad_request', provider.notConnected);
+  return provider.verify(delivery, open(await billingKey(db), sealed));
 }
 
 /**
  * A verified event handled and stored once; answers whether it was new. Its work reads only
- * what the event names (a customer, an invoice, a payment): never the program's other waiting
- * invoices or history.
+ * what the event names (a customer, a payment): never the program's other waiting invoices or
+ * history.
  */
-export async function recordStripeEvent(db: Db, program: ProgramContext, event: StripeEnvelope): Promise<{ received: true; duplicate: boolean }> {
+export async function recordBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, envelope: BillingEnvelope): Promise<{ received: true; duplicate: boolean }> {
   // The id is claimed first, in the transaction of the event's work (the services' own
   // transactions run inside it, as savepoints): a redelivery finds the claim and does nothing,
-  // and work that fails takes its claim back with it, so Stripe's retry does it again.
+  // and work that fails takes its claim back with it, so the provider's retry does it again.
   const claimed = await inTransaction(db, async (tx) => {
-    const row = { program_id: program.id, id: event.id, provider: 'stripe' as const, type: event.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
+    const row = { program_id: program.id, id: envelope.id, provider: provider.name, type: envelope.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
     if (!(await insertBillingEventOnce(tx, row))) return false;
-    await setBillingEventOutcome(tx, program.id, event.id, await handle(tx, program, event));
+    await setBillingEventOutcome(tx, program.id, envelope.id, await apply(tx, program, provider, provider.actionOf(envelope)));
     return true;
   });
   return { received: true, duplicate: !claimed };

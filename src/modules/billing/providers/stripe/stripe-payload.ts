@@ -1,60 +1,19 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ApiError, type FieldError } from '../../domain/errors.ts';
-import { assertCleanInput } from '../../http/input-guard.ts';
-import { ExternalId, Nullable } from '../../http/schemas.ts';
-import { assertValidBody } from '../../http/validation.ts';
-import { CreateReferralBody } from '../referrals/referral.schema.ts';
-import { CreateSaleBody } from '../sales/sale.schema.ts';
+import { ExternalId, Nullable } from '../../../../http/schemas.ts';
+import { Currency, ID_PATTERN, pathOf, refusal } from '../../billing-input.ts';
+import type { BillingCustomer, BillingEnvelope, DiscountCode, Read } from '../../billing-provider.ts';
 
-// What Tandem reads of a Stripe event, by the API's own input rules (issue 29 item 15). A
-// signed event is input like a request body, and every value of it that becomes a row goes
-// through the checks a request would: the input guard (no NUL or other control character, no
-// lone surrogate), the body schemas of POST /referrals and POST /sales, and schemas here for
-// what only Stripe sends (its ids, currencies, times). A value they refuse makes the event
-// `ignored` with the reason in words, the same on both databases — except a customer's name,
-// which is cleaned (cleanName) rather than losing the referral. This is the receiver's input
-// side, as a route's validation is: the service takes what it returns.
-
-/** A value read, or why it could not be. */
-export type Read<T> = { value: T } | { reason: string };
+// What Tandem reads of a Stripe event (billing-input.ts says by which rules): Stripe's objects,
+// their ids, currencies and times, each field by its Stripe name. Only this folder knows them.
 
 /** A Stripe id (cus_…, in_…): an id from the client's systems, as the API takes one (1 to 200 characters, no control character). */
 const StripeId = ExternalId({ minLength: 1 });
 /** A Stripe time (seconds since 1970), within the API's date-times (up to 9999-12-31). */
 const MAX_SECONDS = Date.UTC(9999, 11, 31, 23, 59, 59) / 1000;
 const Seconds = Type.Integer({ minimum: 0, maximum: MAX_SECONDS });
-const Currency = Type.String({ pattern: '^[A-Za-z]{3}$' });
 /** tandem_referral as Stripe carries it (client_reference_id takes 200 characters); POST /referrals' affiliateId rule (64) applies when it is used. */
 const ReferralText = ExternalId();
 const Metadata = Type.Optional(Nullable(Type.Object({ tandem_referral: Type.Optional(Nullable(ReferralText)) })));
-
-const ID_PATTERN = (ExternalId() as { pattern: string }).pattern;
-const PATTERN_WORDS: Record<string, string> = {
-  [ID_PATTERN]: 'must not contain control characters, line breaks or tabs',
-  [Currency.pattern!]: 'must be a three-letter currency code',
-};
-
-/** A JSON Pointer (#/data/object/id) as the field's path in the event (data.object.id). */
-const pathOf = (pointer: string) => pointer.replace(/^#\/?/, '').split('/').join('.') || 'the event';
-
-function wordsOf(errors: FieldError[], names: (pointer: string) => string): string {
-  return errors.map((e) => `${names(e.pointer)} ${e.detail.startsWith('must match pattern') ? (PATTERN_WORDS[/"(.*)"$/.exec(e.detail)?.[1] ?? ''] ?? e.detail) : e.detail}`).join('; ');
-}
-
-/** The API's checks of `value`: the input guard on the `strict` fields, then `schema`; the refusal in words, or null. */
-function refusal(schema: TSchema, value: unknown, strict: string[], names: (pointer: string) => string = pathOf): string | null {
-  try {
-    for (const pointer of strict) {
-      const field = pointer.split('/').slice(1).reduce<unknown>((at, key) => (at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined), value);
-      if (field !== undefined) assertCleanInput(field, pointer);
-    }
-    assertValidBody(schema, value);
-    return null;
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    return error.errors?.length ? wordsOf(error.errors, names) : error.detail;
-  }
-}
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** An expandable reference (an id, or the object with its id) as its id; anything else as it is, for the schema to refuse. */
@@ -63,15 +22,8 @@ const idOf = (value: unknown): unknown => (isObject(value) && 'id' in value ? va
 /** Strings the envelope must hold to be stored at all: the event's id and type. */
 const Envelope = Type.Object({ id: StripeId, type: Type.String({ minLength: 1, maxLength: 200, pattern: ID_PATTERN }) });
 
-export interface StripeEnvelope {
-  id: string;
-  type: string;
-  /** The event as Stripe sent it; read through the functions below. */
-  event: Record<string, unknown>;
-}
-
 /** The event's id and type, which the billing event is stored under; the refusal (a 400: nothing can be recorded) in words. */
-export function readEnvelope(event: unknown): Read<StripeEnvelope> {
+export function readEnvelope(event: unknown): Read<BillingEnvelope> {
   if (!isObject(event)) return { reason: 'The event must be a JSON object.' };
   const refused = refusal(Envelope, { id: event.id, type: event.type }, ['#/id', '#/type'], (pointer) => `The event's ${pathOf(pointer)}`);
   return refused === null ? { value: { id: event.id as string, type: event.type as string, event } } : { reason: `${refused}.` };
@@ -90,17 +42,11 @@ function readObject(event: Record<string, unknown>, object: TSchema, strict: str
 const seconds = (value: unknown) => (typeof value === 'number' ? new Date(value * 1000).toISOString() : null);
 const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
-/** A Stripe promotion code (on a Checkout session's or an invoice's discounts): its id, and its code string when expanded. */
-export interface Promotion {
-  id?: string;
-  code?: string;
-}
-
 /**
  * The first promotion code among `discounts`. One that no program's code could match (control
  * characters, over 200 characters) matches none, as an unknown code would.
  */
-function promotionOf(discounts: unknown): Promotion | null {
+function promotionOf(discounts: unknown): DiscountCode | null {
   if (!Array.isArray(discounts)) return null;
   const usable = (value: unknown) => (typeof value === 'string' && refusal(StripeId, value, ['#']) === null ? value : undefined);
   for (const discount of discounts) {
@@ -111,15 +57,8 @@ function promotionOf(discounts: unknown): Promotion | null {
   return null;
 }
 
-/** Who a customer is, as Stripe names them: checked when they become a referral (referralBody). */
-export interface StripeCustomer {
-  id: string;
-  email: unknown;
-  name: unknown;
-}
-
 export interface CustomerEvent {
-  customer: StripeCustomer;
+  customer: BillingCustomer;
   referral: string | undefined;
 }
 
@@ -133,9 +72,9 @@ export function readCustomer(event: Record<string, unknown>): Read<CustomerEvent
 export interface CheckoutSession {
   id: string;
   customerId: string | undefined;
-  customer: StripeCustomer | undefined;
+  customer: BillingCustomer | undefined;
   referral: string | undefined;
-  promotion: Promotion | null;
+  promotion: DiscountCode | null;
   /** A paid one-time payment without an invoice: the session is the sale. */
   isPaidPayment: boolean;
   amountTotal: unknown;
@@ -179,13 +118,13 @@ export function readCheckoutSession(event: Record<string, unknown>): Read<Checko
 export interface Invoice {
   id: string;
   customerId: string | undefined;
-  customer: StripeCustomer | undefined;
+  customer: BillingCustomer | undefined;
   amountPaid: unknown;
   currency: string;
   /** API versions before 2025-03-31 name the payment intent on the invoice. */
   paymentIntent: string | undefined;
   paidAt: string | null;
-  promotion: Promotion | null;
+  promotion: DiscountCode | null;
 }
 
 export function readInvoice(event: Record<string, unknown>): Read<Invoice> {
@@ -259,49 +198,3 @@ export function readInvoicePayment(event: Record<string, unknown>): Read<Invoice
   return { value: { invoiceId: text(o.invoice), paymentIntent: text(isObject(o.payment) ? o.payment.payment_intent : undefined) } };
 }
 
-// ---------------------------------------------------------------- names, referrals, sales
-
-/** The API's limit of a name (ShortText), in characters (code points, as the schema counts them). */
-export const MAX_NAME_LENGTH = 200;
-// eslint-disable-next-line no-control-regex -- the input guard's refused characters: C0 but tab, line feed, carriage return; and DEL
-const REFUSED_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-/**
- * A name from a billing provider, cleaned to what POST /referrals takes rather than refused (a
- * referral is not lost over how a card holder typed their name): each control character the
- * API refuses becomes a space, a lone surrogate U+FFFD, and the name is cut at 200 characters
- * and trimmed. '' when nothing is left (the caller names the customer by their e-mail).
- */
-export function cleanName(name: unknown): string {
-  if (typeof name !== 'string') return '';
-  const cleaned = name.replace(REFUSED_CONTROL, ' ').replace(LONE_SURROGATE, '\ufffd').trim();
-  return Array.from(cleaned).slice(0, MAX_NAME_LENGTH).join('').trim();
-}
-
-const REFERRAL_FIELDS: Record<string, string> = {
-  '#/name': "the customer's name",
-  '#/email': "the customer's e-mail",
-  '#/referredUserExternalId': 'the customer id',
-  '#/affiliateId': 'tandem_referral',
-  '#/promoCode': 'the promotional code',
-};
-
-/** Who credits the customer: a tandem_referral (an affiliate id or link string), or the program's code matching a promotion code. */
-export type Credit = { affiliateId: string } | { promoCode: string };
-
-/** The POST /referrals body for a Stripe customer, checked as the API checks it: the name cleaned, the rest refused with the reason. */
-export function referralBody(customer: StripeCustomer, credit: Credit): Read<CreateReferralBody> {
-  const email = customer.email;
-  const body = { name: cleanName(customer.name) || cleanName(email), email, referredUserExternalId: customer.id, ...credit };
-  const refused = refusal(CreateReferralBody, body, ['#/email', '#/referredUserExternalId', '#/affiliateId', '#/promoCode'], (pointer) => REFERRAL_FIELDS[pointer] ?? pathOf(pointer));
-  return refused === null ? { value: body as CreateReferralBody } : { reason: refused };
-}
-
-const SALE_FIELDS: Record<string, string> = { '#/totalEarned': "the sale's totalEarned", '#/externalInvoiceId': 'the invoice id', '#/referralId': 'the referral' };
-
-/** The POST /sales body of a paid invoice or session, checked as the API checks it. */
-export function saleBody(body: CreateSaleBody): Read<CreateSaleBody> {
-  const refused = refusal(CreateSaleBody, body, ['#/externalInvoiceId'], (pointer) => SALE_FIELDS[pointer] ?? pathOf(pointer));
-  return refused === null ? { value: body } : { reason: refused };
-}

@@ -1,0 +1,94 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+import { ApiError, type FieldError } from '../../domain/errors.ts';
+import { assertCleanInput } from '../../http/input-guard.ts';
+import { ExternalId } from '../../http/schemas.ts';
+import { assertValidBody } from '../../http/validation.ts';
+import { CreateReferralBody } from '../referrals/referral.schema.ts';
+import { CreateSaleBody } from '../sales/sale.schema.ts';
+import type { BillingCustomer, Read } from './billing-provider.ts';
+
+// What Tandem reads of a provider's event, by the API's own input rules (issue 29 item 15). A
+// signed event is input like a request body, and every value of it that becomes a row goes
+// through the checks a request would: the input guard (no NUL or other control character, no
+// lone surrogate), the body schemas of POST /referrals and POST /sales, and each provider's
+// schemas for what only it sends (its ids, currencies, times: providers/…). A value they refuse
+// makes the event `ignored` with the reason in words, the same on both databases — except a
+// customer's name, which is cleaned (cleanName) rather than losing the referral. This is the
+// receiver's input side, as a route's validation is: the service takes what it returns.
+
+/** A three-letter currency code, in any letter case (providers send `usd` or `USD`). */
+export const Currency = Type.String({ pattern: '^[A-Za-z]{3}$' });
+
+/** The pattern of an id the API takes (no control character): refusals of it are said in words. */
+export const ID_PATTERN = (ExternalId() as { pattern: string }).pattern;
+const PATTERN_WORDS: Record<string, string> = {
+  [ID_PATTERN]: 'must not contain control characters, line breaks or tabs',
+  [Currency.pattern!]: 'must be a three-letter currency code',
+};
+
+/** A JSON Pointer (#/data/object/id) as the field's path in the event (data.object.id). */
+export const pathOf = (pointer: string) => pointer.replace(/^#\/?/, '').split('/').join('.') || 'the event';
+
+function wordsOf(errors: FieldError[], names: (pointer: string) => string): string {
+  return errors.map((e) => `${names(e.pointer)} ${e.detail.startsWith('must match pattern') ? (PATTERN_WORDS[/"(.*)"$/.exec(e.detail)?.[1] ?? ''] ?? e.detail) : e.detail}`).join('; ');
+}
+
+/** The API's checks of `value`: the input guard on the `strict` fields, then `schema`; the refusal in words, or null. */
+export function refusal(schema: TSchema, value: unknown, strict: string[], names: (pointer: string) => string = pathOf): string | null {
+  try {
+    for (const pointer of strict) {
+      const field = pointer.split('/').slice(1).reduce<unknown>((at, key) => (at !== null && typeof at === 'object' ? (at as Record<string, unknown>)[key] : undefined), value);
+      if (field !== undefined) assertCleanInput(field, pointer);
+    }
+    assertValidBody(schema, value);
+    return null;
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    return error.errors?.length ? wordsOf(error.errors, names) : error.detail;
+  }
+}
+
+/** The API's limit of a name (ShortText), in characters (code points, as the schema counts them). */
+export const MAX_NAME_LENGTH = 200;
+// eslint-disable-next-line no-control-regex -- the input guard's refused characters: C0 but tab, line feed, carriage return; and DEL
+const REFUSED_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * A name from a billing provider, cleaned to what POST /referrals takes rather than refused (a
+ * referral is not lost over how a card holder typed their name): each control character the
+ * API refuses becomes a space, a lone surrogate U+FFFD, and the name is cut at 200 characters
+ * and trimmed. '' when nothing is left (the caller names the customer by their e-mail).
+ */
+export function cleanName(name: unknown): string {
+  if (typeof name !== 'string') return '';
+  const cleaned = name.replace(REFUSED_CONTROL, ' ').replace(LONE_SURROGATE, '\ufffd').trim();
+  return Array.from(cleaned).slice(0, MAX_NAME_LENGTH).join('').trim();
+}
+
+const REFERRAL_FIELDS: Record<string, string> = {
+  '#/name': "the customer's name",
+  '#/email': "the customer's e-mail",
+  '#/referredUserExternalId': 'the customer id',
+  '#/affiliateId': 'tandem_referral',
+  '#/promoCode': 'the promotional code',
+};
+
+/** Who credits the customer: a tandem_referral (an affiliate id or link string), or the program's code matching a discount code. */
+export type Credit = { affiliateId: string } | { promoCode: string };
+
+/** The POST /referrals body for a provider's customer, checked as the API checks it: the name cleaned, the rest refused with the reason. */
+export function referralBody(customer: BillingCustomer, credit: Credit): Read<CreateReferralBody> {
+  const email = customer.email;
+  const body = { name: cleanName(customer.name) || cleanName(email), email, referredUserExternalId: customer.id, ...credit };
+  const refused = refusal(CreateReferralBody, body, ['#/email', '#/referredUserExternalId', '#/affiliateId', '#/promoCode'], (pointer) => REFERRAL_FIELDS[pointer] ?? pathOf(pointer));
+  return refused === null ? { value: body as CreateReferralBody } : { reason: refused };
+}
+
+const SALE_FIELDS: Record<string, string> = { '#/totalEarned': "the sale's totalEarned", '#/externalInvoiceId': 'the invoice id', '#/referralId': 'the referral' };
+
+/** The POST /sales body of a paid invoice or session, checked as the API checks it. */
+export function saleBody(body: CreateSaleBody): Read<CreateSaleBody> {
+  const refused = refusal(CreateSaleBody, body, ['#/externalInvoiceId'], (pointer) => SALE_FIELDS[pointer] ?? pathOf(pointer));
+  return refused === null ? { value: body } : { reason: refused };
+}

@@ -1,0 +1,112 @@
+import type Stripe from 'stripe';
+import { ApiError } from '../../../../domain/errors.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery, Read } from '../../billing-provider.ts';
+import { stripeAmountToMinor } from './stripe-currencies.ts';
+import { readCharge, readCheckoutSession, readCustomer, readDispute, readEnvelope, readInvoice, readInvoicePayment } from './stripe-payload.ts';
+
+// Stripe, connected by one signing secret (issue 20; CONTRACT "Billing providers (Stripe)"): each
+// delivery verified with the official package (5-minute tolerance), each event read into the
+// action it asks (billing-provider.ts). Both of Stripe's API shapes are read: before 2025-03-31
+// an invoice names its payment intent and a charge its invoice; from then on neither does, and
+// `invoice_payment.paid` says which payment intent paid which invoice.
+
+/**
+ * The official package, loaded when the first Stripe event arrives: it is large (every API
+ * resource of Stripe), and a server whose programs do not use Stripe never needs it (measured:
+ * an idle server's RSS 143 → 137 MB).
+ */
+let stripeClient: Promise<Stripe> | null = null;
+const stripe = () => (stripeClient ??= import('stripe').then(({ default: StripeClient }) => new StripeClient('sk_unused_only_webhook_verification')));
+const TOLERANCE_SECONDS = 300;
+
+/** A Stripe webhook endpoint's signing secret, as Stripe issues it. */
+export const STRIPE_SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
+
+const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
+
+/** The action of what `read` made of the event, or the event ignored with the reason it could not be read. */
+function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
+  return 'reason' in read ? ignore(read.reason) : action(read.value);
+}
+
+function actionOf({ type, event }: BillingEnvelope): BillingAction {
+  switch (type) {
+    case 'customer.created':
+    case 'customer.updated':
+      return withRead(readCustomer(event), ({ customer, referral }) => ({ kind: 'refer', customer, referral, discount: null }));
+    case 'checkout.session.completed':
+      return withRead(readCheckoutSession(event), (session) => {
+        if (!session.customer) return ignore('the session has no customer');
+        // A one-time payment (no invoice) is the sale itself, keyed by the session.
+        const payment = session.isPaidPayment
+          ? { id: session.id, amount: session.amountTotal, amountField: 'amount_total', currency: session.currency, paidAt: session.createdAt, reference: session.paymentIntent }
+          : undefined;
+        return { kind: 'refer', customer: session.customer, referral: session.referral, discount: session.promotion, payment };
+      });
+    case 'invoice.paid':
+      return withRead(readInvoice(event), (invoice) => ({
+        kind: 'pay',
+        customerId: invoice.customerId,
+        customer: invoice.customer,
+        discount: invoice.promotion,
+        // Before 2025-03-31 an invoice names its payment intent: a later refund names only that.
+        payment: { id: invoice.id, amount: invoice.amountPaid, amountField: 'amount_paid', currency: invoice.currency, paidAt: invoice.paidAt, reference: invoice.paymentIntent },
+      }));
+    case 'charge.refunded':
+      return withRead(readCharge(event), (charge) => ({
+        kind: 'refund',
+        paymentId: charge.invoiceId,
+        reference: charge.paymentIntent,
+        refundedTotal: charge.amountRefunded,
+        amountField: 'amount_refunded',
+        currency: charge.currency,
+      }));
+    case 'charge.dispute.created':
+    case 'charge.dispute.closed':
+      return withRead(readDispute(event), (dispute) => ({
+        kind: 'dispute',
+        id: dispute.id,
+        reference: dispute.paymentIntent,
+        status: dispute.status,
+        closes: type === 'charge.dispute.closed',
+        eventCreatedAt: dispute.eventCreatedAt,
+      }));
+    case 'invoice_payment.paid':
+      // From 2025-03-31 on: which payment intent paid which invoice (a charge no longer says).
+      return withRead(readInvoicePayment(event), ({ invoiceId, paymentIntent }) =>
+        !invoiceId || !paymentIntent ? ignore('the payment names no invoice or payment intent') : { kind: 'note-payment', paymentId: invoiceId, reference: paymentIntent },
+      );
+    default:
+      return ignore(`${type} is not an event Tandem uses`);
+  }
+}
+
+/**
+ * A delivery verified by the program's signing secret (`Stripe-Signature`, 5 minutes), then the
+ * id and type it will be stored under: a signed event whose id or type could not be stored is
+ * refused as well. Either refusal is a 400 and records nothing.
+ */
+async function verify({ rawBody, headers }: Delivery, secret: string): Promise<BillingEnvelope> {
+  const signature = headers['stripe-signature'];
+  const client = await stripe();
+  let parsed: unknown;
+  try {
+    parsed = client.webhooks.constructEvent(rawBody, typeof signature === 'string' ? signature : '', secret, TOLERANCE_SECONDS);
+  } catch {
+    throw new ApiError('bad_request', "The Stripe-Signature header is missing, or does not match this program's signing secret within 5 minutes.");
+  }
+  const envelope = readEnvelope(parsed);
+  if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
+  return envelope.value;
+}
+
+export const stripeProvider: BillingProvider = {
+  name: 'stripe',
+  displayName: 'Stripe',
+  notConnected: 'Stripe is not connected to this program: save its webhook signing secret first.',
+  verify,
+  actionOf,
+  amountToMinor: stripeAmountToMinor,
+  noCredit: 'no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program',
+  noPaymentRefunded: 'no recorded invoice matches the charge',
+};
