@@ -2,6 +2,7 @@ import type { Command } from './command.ts';
 import { dataCommands, serverCommands } from './commands/server.ts';
 import { userCommands } from './commands/users.ts';
 import { programCommands } from './commands/programs.ts';
+import { billingCommands } from './commands/billing.ts';
 import { payoutCommands } from './commands/payouts.ts';
 import { keyCommands } from './commands/keys.ts';
 import { integrationCommands } from './commands/integrations.ts';
@@ -16,6 +17,7 @@ export const commands: Readonly<Record<string, Command>> = {
   ...serverCommands,
   ...userCommands,
   ...programCommands,
+  ...billingCommands,
   ...payoutCommands,
   ...keyCommands,
   ...integrationCommands,

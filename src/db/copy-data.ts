@@ -36,6 +36,7 @@ const TABLES: { name: keyof Database; key: string[] }[] = [
   { name: 'portal_login_tokens', key: ['token_hash'] },
   { name: 'password_reset_tokens', key: ['token_hash'] },
   { name: 'portal_sessions', key: ['id_hash'] },
+  { name: 'billing_connections', key: ['program_id', 'provider', 'mode'] },
   { name: 'billing_events', key: ['program_id', 'id'] },
   { name: 'billing_payments', key: ['program_id', 'payment_intent'] },
   { name: 'billing_disputes', key: ['program_id', 'id'] },

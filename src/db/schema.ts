@@ -55,8 +55,6 @@ export interface ProgramsTable {
   portal_color: Generated<string>;
   portal_terms: Generated<string>;
   portal_links_allowed: Generated<DbBool>;
-  /** The Stripe webhook signing secret, sealed (AES-256-GCM under the instance's billing key); null: Stripe not connected. */
-  stripe_secret_sealed: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -208,7 +206,19 @@ export interface PayoutsTable {
   updated_at: Timestamp;
 }
 
-/** A verified event of a billing provider (Stripe), stored once per program with what came of it. */
+/** A program's connection to a billing provider: its secret, sealed (AES-256-GCM under the instance's billing key). */
+export interface BillingConnectionsTable {
+  program_id: string;
+  /** billing/providers/index.ts's name: stripe, … */
+  provider: string;
+  mode: 'live' | 'test';
+  secret_sealed: string;
+  connected_at: Timestamp;
+  /** When the provider's newest verified event arrived; null: none yet. */
+  last_event_at: Timestamp | null;
+}
+
+/** A verified event of a billing provider, stored once per program with what came of it. */
 export interface BillingEventsTable {
   program_id: string;
   /** The provider's event id (evt_…). */
@@ -615,6 +625,7 @@ export interface Database {
   portal_login_tokens: PortalLoginTokensTable;
   portal_sessions: PortalSessionsTable;
   password_reset_tokens: PasswordResetTokensTable;
+  billing_connections: BillingConnectionsTable;
   billing_events: BillingEventsTable;
   billing_payments: BillingPaymentsTable;
   billing_disputes: BillingDisputesTable;

@@ -362,8 +362,8 @@ describe('Stripe webhooks', () => {
     assert.equal((await deliver('00000000-0000-4000-8000-000000000000', customer, a.secret)).status, 404);
     await assert.rejects(connectStripe(db, unconnected.id, 'sk_live_wrong', new Date().toISOString()), (error: any) => error.errors?.[0]?.pointer === '#/stripeWebhookSecret');
     // The secret is stored sealed, never as given.
-    const stored = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', a.programId).executeTakeFirstOrThrow();
-    assert.ok(stored.stripe_secret_sealed && !stored.stripe_secret_sealed.includes(a.secret.slice(6)));
+    const stored = await db.selectFrom('billing_connections').select('secret_sealed').where('program_id', '=', a.programId).where('provider', '=', 'stripe').executeTakeFirstOrThrow();
+    assert.ok(stored.secret_sealed && !stored.secret_sealed.includes(a.secret.slice(6)));
     assertProblem(await b.api.get('/billing-events?limit=0'), 422, 'validation_failed', '#/limit');
   });
 });

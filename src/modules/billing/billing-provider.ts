@@ -71,6 +71,8 @@ export interface BillingProvider {
   displayName: string;
   /** Refused before anything is read (a 400, nothing recorded) when the program has no secret saved. */
   notConnected: string;
+  /** The secret a program connects with, as the provider issues it, and the words that say so when another is given. */
+  secret: { pattern: RegExp; words: string };
   /** The delivery verified by the program's secret, then its id and type; a missing or bad signature throws a 400 ApiError. */
   verify(delivery: Delivery, secret: string): Promise<BillingEnvelope>;
   /** What the event asks, every value read by the API's input rules. */

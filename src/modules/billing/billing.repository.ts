@@ -1,11 +1,48 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { BillingDisputesTable, BillingEventsTable } from '../../db/schema.ts';
+import type { BillingConnectionsTable, BillingDisputesTable, BillingEventsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
 import { dialectOf } from '../../db/dialect.ts';
 
 export type BillingEventRow = Selectable<BillingEventsTable>;
+export type BillingConnectionRow = Selectable<BillingConnectionsTable>;
+
+/** Saves a program's connection to a provider, or replaces its secret (connected since now; its last event kept). */
+export async function saveBillingConnection(db: Db, row: Insertable<BillingConnectionsTable>): Promise<void> {
+  await db
+    .insertInto('billing_connections')
+    .values(row)
+    .onConflict((conflict) => conflict.columns(['program_id', 'provider', 'mode']).doUpdateSet({ secret_sealed: row.secret_sealed, connected_at: row.connected_at }))
+    .execute();
+}
+
+/** Removes a program's connection to a provider; false when there was none. */
+export async function deleteBillingConnection(db: Db, programId: string, provider: string, mode: BillingConnectionRow['mode']): Promise<boolean> {
+  const { numDeletedRows } = await db.deleteFrom('billing_connections').where('program_id', '=', programId).where('provider', '=', provider).where('mode', '=', mode).executeTakeFirst();
+  return Number(numDeletedRows) > 0;
+}
+
+export function findBillingConnection(db: Db, programId: string, provider: string, mode: BillingConnectionRow['mode']): Promise<BillingConnectionRow | undefined> {
+  return db.selectFrom('billing_connections').selectAll().where('program_id', '=', programId).where('provider', '=', provider).where('mode', '=', mode).executeTakeFirst();
+}
+
+/** A program's connections (a few rows: one per provider and mode), by provider. */
+export function listBillingConnections(db: Db, programId: string): Promise<BillingConnectionRow[]> {
+  return db.selectFrom('billing_connections').selectAll().where('program_id', '=', programId).orderBy('provider').orderBy('mode').execute();
+}
+
+/** A verified event of the provider arrived at `at`: the connection's last event (never moved back by a slower twin). */
+export async function touchBillingConnection(db: Db, programId: string, provider: string, mode: BillingConnectionRow['mode'], at: string): Promise<void> {
+  await db
+    .updateTable('billing_connections')
+    .set({ last_event_at: at })
+    .where('program_id', '=', programId)
+    .where('provider', '=', provider)
+    .where('mode', '=', mode)
+    .where((eb) => eb.or([eb('last_event_at', 'is', null), eb('last_event_at', '<', at)]))
+    .execute();
+}
 
 /**
  * Claims an event's id, before its work and in the same transaction: false for a redelivery

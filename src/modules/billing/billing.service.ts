@@ -14,11 +14,15 @@ import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import type { CreateSaleBody } from '../sales/sale.schema.ts';
 import { referralBody, saleBody, type Credit } from './billing-input.ts';
 import type { BillingAction, BillingCustomer, BillingEnvelope, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
-import { billingProviderNamed } from './providers/index.ts';
-import { STRIPE_SECRET } from './providers/stripe/stripe.provider.ts';
+import { BILLING_PROVIDERS, billingProviderNamed } from './providers/index.ts';
 import {
   countWaitingInvoices,
+  deleteBillingConnection,
   expireWaitingInvoicesBefore,
+  findBillingConnection,
+  listBillingConnections,
+  saveBillingConnection,
+  touchBillingConnection,
   findDispute,
   insertBillingEventOnce,
   invoiceOfPayment,
@@ -29,10 +33,10 @@ import {
   setBillingEventOutcome,
   settleBillingEvent,
   takeWaitingInvoicesOf,
+  type BillingConnectionRow,
   type BillingEventRow,
 } from './billing.repository.ts';
 import { open, seal } from './sealed-secret.ts';
-import { saveStripeSecret, sealedStripeSecretOf } from '../programs/program.service.ts';
 
 // The billing providers' events applied (issue 20, issue 32; CONTRACT "Billing providers").
 // POST /api/billing/{provider}/{programId} has the provider verify the delivery and read it into
@@ -61,10 +65,50 @@ const EXPIRED_REASON = 'the customer was not referred within 24 hours of the inv
 
 const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
 
-/** Saves (or replaces) a program's Stripe webhook signing secret, sealed; it is never shown again. */
-export async function connectStripe(db: Db, programId: string, secret: string, now: string): Promise<void> {
-  if (!STRIPE_SECRET.test(secret)) throw invalidField('#/stripeWebhookSecret', 'must be a Stripe webhook signing secret (whsec_…)');
-  await saveStripeSecret(db, programId, seal(await billingKey(db), secret), now);
+/** A program's connection to a provider as `tandem billing list` and the dashboard show it: never the secret. */
+export interface BillingConnection {
+  provider: string;
+  mode: BillingConnectionRow['mode'];
+  connectedAt: string;
+  lastEventAt: string | null;
+}
+
+const serializeConnection = (row: BillingConnectionRow): BillingConnection => ({
+  provider: row.provider,
+  mode: row.mode,
+  connectedAt: toIso(row.connected_at),
+  lastEventAt: row.last_event_at === null ? null : toIso(row.last_event_at),
+});
+
+/** The provider of `name`, or a 422 naming the field and the providers there are. */
+export function billingProviderOf(name: string, field = '#/provider'): BillingProvider {
+  const provider = billingProviderNamed(name);
+  if (!provider) throw invalidField(field, `must be one of: ${BILLING_PROVIDERS.map((p) => p.name).join(', ')}`);
+  return provider;
+}
+
+/**
+ * Saves (or replaces) a program's secret for `provider`, sealed; it is never shown again. A
+ * secret not shaped as the provider issues it is a 422 at `field` (the form's or the option's).
+ */
+export async function connectBilling(db: Db, programId: string, provider: BillingProvider, secret: string, now: string, field = '#/secret'): Promise<void> {
+  if (!provider.secret.pattern.test(secret)) throw invalidField(field, provider.secret.words);
+  await saveBillingConnection(db, { program_id: programId, provider: provider.name, mode: 'live', secret_sealed: seal(await billingKey(db), secret), connected_at: now, last_event_at: null });
+}
+
+/** Saves (or replaces) a program's Stripe webhook signing secret (the dashboard's field, `--stripe-webhook-secret`). */
+export function connectStripe(db: Db, programId: string, secret: string, now: string): Promise<void> {
+  return connectBilling(db, programId, billingProviderOf('stripe'), secret, now, '#/stripeWebhookSecret');
+}
+
+/** Forgets a program's secret for `provider`: its events are refused from then on (400). False when it was not connected. */
+export function disconnectBilling(db: Db, programId: string, provider: BillingProvider): Promise<boolean> {
+  return deleteBillingConnection(db, programId, provider.name, 'live');
+}
+
+/** A program's connections, by provider. */
+export async function getBillingConnections(db: Db, programId: string): Promise<BillingConnection[]> {
+  return (await listBillingConnections(db, programId)).map(serializeConnection);
 }
 
 export interface BillingEvent {
@@ -348,11 +392,6 @@ async function apply(db: Tx, program: ProgramContext, provider: BillingProvider,
   }
 }
 
-/** The program's sealed secret for `provider`: null when none is saved, undefined when there is no such program. */
-function sealedSecretOf(db: Db, provider: BillingProvider, programId: string): Promise<string | null | undefined> {
-  return provider.name === 'stripe' ? sealedStripeSecretOf(db, programId) : Promise.resolve(null);
-}
-
 /**
  * A delivery from a provider, verified: by the program's secret (a missing or bad signature, or
  * no secret saved, is a 400 and nothing is recorded), then the id and type it will be stored
@@ -360,9 +399,9 @@ function sealedSecretOf(db: Db, provider: BillingProvider, programId: string): P
  * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
 export async function verifyBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, delivery: Delivery): Promise<BillingEnvelope> {
-  const sealed = await sealedSecretOf(db, provider, program.id);
-  if (!sealed) throw new ApiError('bad_request', provider.notConnected);
-  return provider.verify(delivery, open(await billingKey(db), sealed));
+  const connection = await findBillingConnection(db, program.id, provider.name, 'live');
+  if (!connection) throw new ApiError('bad_request', provider.notConnected);
+  return provider.verify(delivery, open(await billingKey(db), connection.secret_sealed));
 }
 
 /**
@@ -378,13 +417,16 @@ export async function recordBillingEvent(db: Db, program: ProgramContext, provid
     const row = { program_id: program.id, id: envelope.id, provider: provider.name, type: envelope.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
     if (!(await insertBillingEventOnce(tx, row))) return false;
     await setBillingEventOutcome(tx, program.id, envelope.id, await apply(tx, program, provider, provider.actionOf(envelope)));
-    return true;
+    return row.created_at;
   });
+  // After the commit, in its own statement: the events of a program's burst never wait on the
+  // connection's row for the length of their work.
+  if (claimed) await touchBillingConnection(db, program.id, provider.name, 'live', claimed);
   return { received: true, duplicate: !claimed };
 }
 
 /** The Stripe section of the dashboard: whether a secret is saved, and the newest events. */
 export async function getStripeStatus(db: Db, program: ProgramContext, shown: number): Promise<{ connected: boolean; events: BillingEvent[] }> {
-  const [sealed, events] = await Promise.all([sealedStripeSecretOf(db, program.id), getBillingEventPage(db, program, { limit: shown })]);
-  return { connected: Boolean(sealed), events: events.items };
+  const [connection, events] = await Promise.all([findBillingConnection(db, program.id, 'stripe', 'live'), getBillingEventPage(db, program, { limit: shown })]);
+  return { connected: connection !== undefined, events: events.items };
 }

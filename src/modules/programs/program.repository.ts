@@ -61,12 +61,3 @@ export async function updateUserProgramRow(tx: Tx, userId: string, programId: st
   await tx.updateTable('programs').set(changes).where('id', '=', programId).where('owner_user_id', '=', userId).execute();
 }
 
-/** Saves (or, with null, clears) the program's sealed Stripe signing secret. */
-export async function setStripeSecretSealed(db: Db, programId: string, sealed: string | null, now: string): Promise<void> {
-  await db.updateTable('programs').set({ stripe_secret_sealed: sealed, updated_at: now }).where('id', '=', programId).execute();
-}
-
-export async function findStripeSecretSealed(db: Db, programId: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('programs').select('stripe_secret_sealed').where('id', '=', programId).executeTakeFirst();
-  return row?.stripe_secret_sealed;
-}

@@ -12,13 +12,11 @@ import {
   findProgramRow,
   findProgramRowBySlug,
   findSlugsLike,
-  findStripeSecretSealed,
   findUserProgramRow,
   hasAmountsInCurrency,
   insertProgram,
   listProgramRowsWithOwner,
   listUserProgramRows,
-  setStripeSecretSealed,
   updateUserProgramRow,
   type ProgramRow,
 } from './program.repository.ts';
@@ -246,7 +244,7 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug' | 'stripe_secret_sealed'> & { portal_slug?: string } {
+export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug'> & { portal_slug?: string } {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
   const domain = domainOf(input.domain);
@@ -345,7 +343,7 @@ export async function createProgram(db: Db, input: ProgramInput, clock: Clock = 
   const base = given ?? slugFrom(fields.name);
   for (let n = 1; n <= SLUG_ATTEMPTS; n++) {
     const slug = given ?? (await freeSlug(db, base, n));
-    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, stripe_secret_sealed: null, created_at: now, updated_at: now };
+    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, created_at: now, updated_at: now };
     try {
       await insertProgram(db, row);
       return serializeProgram(row);
@@ -452,12 +450,3 @@ async function changeProgram(db: Db, current: Program, userId: string, input: Pa
   return (await findUserProgram(db, userId, programId))!;
 }
 
-/** Saves (or replaces) the program's Stripe signing secret, sealed by the billing module. */
-export function saveStripeSecret(db: Db, programId: string, sealed: string, now: string): Promise<void> {
-  return setStripeSecretSealed(db, programId, sealed, now);
-}
-
-/** The program's sealed Stripe signing secret: null when none is saved, undefined when there is no such program. */
-export function sealedStripeSecretOf(db: Db, programId: string): Promise<string | null | undefined> {
-  return findStripeSecretSealed(db, programId);
-}

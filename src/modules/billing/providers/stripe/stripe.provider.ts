@@ -20,7 +20,7 @@ const stripe = () => (stripeClient ??= import('stripe').then(({ default: StripeC
 const TOLERANCE_SECONDS = 300;
 
 /** A Stripe webhook endpoint's signing secret, as Stripe issues it. */
-export const STRIPE_SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
+const STRIPE_SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
 
 const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
 
@@ -104,6 +104,7 @@ export const stripeProvider: BillingProvider = {
   name: 'stripe',
   displayName: 'Stripe',
   notConnected: 'Stripe is not connected to this program: save its webhook signing secret first.',
+  secret: { pattern: STRIPE_SECRET, words: 'must be a Stripe webhook signing secret (whsec_…)' },
   verify,
   actionOf,
   amountToMinor: stripeAmountToMinor,
