@@ -106,6 +106,14 @@ describe('Stripe webhooks', () => {
     assert.equal(walkIn.affiliateId, affiliate.id);
     assert.equal((await api.get(`/sales?referralId=${walkIn.id}`)).body[0].totalEarned, 30);
     assert.equal((await api.get(`/promotional-codes?id=${byString.id}`)).body.timesRedeemed, 1);
+    // API versions up to 2024-06-20 name one `discount` on the invoice, not `discounts[]`.
+    const pinned = invoiceEvent('cus_pinned', 2000);
+    Object.assign(pinned.data.object as object, { customer_email: uniqueEmail('pinned'), customer_name: 'Pinned', discounts: undefined, discount: { object: 'discount', promotion_code: 'promo_1Jane' } });
+    await deliver(programId, pinned, secret);
+    const pinnedReferral = (await api.get('/referrals?externalId=cus_pinned')).body[0];
+    assert.equal(pinnedReferral?.affiliateId, affiliate.id, JSON.stringify((await api.get('/billing-events')).body[0]));
+    assert.equal((await api.get(`/sales?referralId=${pinnedReferral.id}`)).body[0].totalEarned, 20);
+    assert.equal((await api.get(`/promotional-codes?id=${byId.id}`)).body.timesRedeemed, 2);
   });
 
   it('a paid one-time Checkout (no invoice) is a sale keyed by the session, refunded through its payment intent', async () => {
@@ -309,6 +317,28 @@ describe('Stripe webhooks', () => {
     }
     assert.deepEqual(commissions, [4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0]);
     now = new Date();
+  });
+
+  it("a referral from a Stripe customer is dated by the customer's `created`: a late event still counts durationMonths from when they came", async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    await updateProgramSettings(rawDb(t), programId, { durationMonths: 6 });
+    const secondsAgo = (months: number) => Math.floor((now.getTime() - months * 30.5 * 86_400_000) / 1000);
+    // Came 8 months ago (the event arrives only now: a backlog, a replay), 2 months ago, and dated ahead of Tandem's clock.
+    for (const [id, months] of [['cus_longago', 8], ['cus_lately', 2], ['cus_ahead', -1]] as const) {
+      const customer = customerEvent(affiliate.link, id);
+      (customer.data.object as any).created = secondsAgo(months);
+      assert.equal((await deliver(programId, customer, secret)).status, 200);
+      const invoice = invoiceEvent(id, 2000);
+      (invoice.data.object as any).status_transitions = { paid_at: Math.floor(now.getTime() / 1000) };
+      assert.equal((await deliver(programId, invoice, secret)).status, 200);
+    }
+    const rows = await rawDb(t).selectFrom('referrals').select(['referred_user_external_id', 'created_at']).where('program_id', '=', programId).execute();
+    const dated = new Map(rows.map((row) => [row.referred_user_external_id, new Date(row.created_at as string).getTime()]));
+    assert.equal(dated.get('cus_longago'), secondsAgo(8) * 1000);
+    assert.equal(dated.get('cus_lately'), secondsAgo(2) * 1000);
+    assert.ok(Math.abs(dated.get('cus_ahead')! - now.getTime()) < 60_000, 'a customer dated after now is referred now');
+    const commissionOf = async (id: string) => (await api.get(`/sales?referralId=${(await api.get(`/referrals?externalId=${id}`)).body[0].id}`)).body[0].commission;
+    assert.deepEqual([await commissionOf('cus_longago'), await commissionOf('cus_lately'), await commissionOf('cus_ahead')], [0, 4, 4], 'past the 6 months only the customer who came 8 months ago');
   });
 
   it('refunds follow charge.refunded (cumulative), by the invoice or the payment intent, also after a payout, once', async () => {

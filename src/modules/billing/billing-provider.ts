@@ -21,6 +21,8 @@ export interface BillingCustomer {
   id: string;
   email: unknown;
   name: unknown;
+  /** When the customer came, as the provider dates the object that names them (ISO), or null: the referral is dated then, so a plan's durationMonths counts from it even when the event arrives late. */
+  since: string | null;
 }
 
 /** A discount code the provider reports on a checkout or payment: its id there, and its code string when the event carries it. */

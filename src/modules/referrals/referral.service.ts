@@ -50,6 +50,8 @@ interface CustomerInput {
   plan?: string;
   status?: string;
   promotionalCodeId: string | null;
+  /** When the customer came, if before now (a billing provider's customer created earlier): the referral's date, from which the plan's durationMonths counts. */
+  referredAt?: string;
 }
 
 function customerRow(program: ProgramContext, credit: Credit, input: CustomerInput): ReferralRow {
@@ -68,7 +70,7 @@ function customerRow(program: ProgramContext, credit: Credit, input: CustomerInp
     external_id_key: input.externalId === '' ? null : input.externalId,
     plan: input.plan ?? '',
     status: (input.status?.toLowerCase() ?? 'active') as 'active' | 'inactive',
-    created_at: now,
+    created_at: input.referredAt !== undefined && input.referredAt < now ? input.referredAt : now,
     updated_at: now,
   };
 }
@@ -116,7 +118,11 @@ export async function insertOrGetCustomer(tx: Tx, program: ProgramContext, credi
  */
 export type ReferralMade = (tx: Tx, program: ProgramContext, referral: Referral) => Promise<void>;
 
-export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody, referralMade?: ReferralMade): Promise<Referral> {
+/**
+ * POST /referrals (and billing's referrals). `referredAt`: when the customer came, for a referral
+ * made later from a provider's record of them (a time after now counts as now).
+ */
+export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody, referralMade?: ReferralMade, referredAt?: string): Promise<Referral> {
   if (body.affiliateId === undefined && body.affiliateEmail === undefined && body.promoCode === undefined) {
     throw new ApiError('validation_failed', 'Name who referred this user.', [
       { pointer: '#/affiliateId', detail: 'affiliateId, affiliateEmail or promoCode is required' },
@@ -131,14 +137,14 @@ export async function createReferral(db: Db, program: ProgramContext, body: Crea
       duplicateOf: (existingId) => duplicate('duplicate_referral', `A referral with referredUserExternalId "${externalId}" already exists in this program.`, existingId),
     },
     async (tx) => {
-      const referral = await referInTransaction(tx, program, body);
+      const referral = await referInTransaction(tx, program, body, referredAt);
       if (referralMade && referral.referredUserExternalId) await referralMade(tx, program, referral);
       return referral;
     },
   );
 }
 
-async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateReferralBody): Promise<Referral> {
+async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateReferralBody, referredAt?: string): Promise<Referral> {
   const code = body.promoCode === undefined ? undefined : await findRedeemableCode(tx, program, body.promoCode);
   let credit: Credit;
   if (body.affiliateId !== undefined) {
@@ -160,6 +166,7 @@ async function referInTransaction(tx: Tx, program: ProgramContext, body: CreateR
     plan: body.plan,
     status: body.status,
     promotionalCodeId: code?.code.id ?? null,
+    referredAt,
   });
   if (code) {
     await redeemPromoCode(tx, program, code, {

@@ -43,11 +43,13 @@ const seconds = (value: unknown) => (typeof value === 'number' ? new Date(value 
 const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 /**
- * The first promotion code among `discounts`. One that no program's code could match (control
- * characters, over 200 characters) matches none, as an unknown code would.
+ * The first promotion code of an invoice's or session's discounts: `discounts[]` (each a discount
+ * object, or its id, which names no promotion code), or the single `discount` of API versions up
+ * to 2024-06-20, which many accounts are still pinned to. One that no program's code could match
+ * (control characters, over 200 characters) matches none, as an unknown code would.
  */
-function promotionOf(discounts: unknown): DiscountCode | null {
-  if (!Array.isArray(discounts)) return null;
+function promotionOf(object: Record<string, unknown>): DiscountCode | null {
+  const discounts = [...(Array.isArray(object.discounts) ? object.discounts : []), object.discount];
   const usable = (value: unknown) => (typeof value === 'string' && refusal(StripeId, value, ['#']) === null ? value : undefined);
   for (const discount of discounts) {
     const promotion = isObject(discount) ? discount.promotion_code : undefined;
@@ -63,10 +65,10 @@ export interface CustomerEvent {
 }
 
 export function readCustomer(event: Record<string, unknown>): Read<CustomerEvent> {
-  const read = readObject(event, Type.Object({ id: StripeId, metadata: Metadata }), ['id', 'metadata/tandem_referral']);
+  const read = readObject(event, Type.Object({ id: StripeId, metadata: Metadata, created: Type.Optional(Nullable(Seconds)) }), ['id', 'metadata/tandem_referral']);
   if ('reason' in read) return read;
   const o = read.value;
-  return { value: { customer: { id: o.id as string, email: o.email, name: o.name }, referral: text(isObject(o.metadata) ? o.metadata.tandem_referral : undefined) } };
+  return { value: { customer: { id: o.id as string, email: o.email, name: o.name, since: seconds(o.created) }, referral: text(isObject(o.metadata) ? o.metadata.tandem_referral : undefined) } };
 }
 
 export interface CheckoutSession {
@@ -103,9 +105,10 @@ export function readCheckoutSession(event: Record<string, unknown>): Read<Checko
     value: {
       id: o.id as string,
       customerId,
-      customer: customerId === undefined ? undefined : { id: customerId, email: details.email, name: details.name },
+      // The customer came with the session (a Checkout session is dated when it was opened).
+      customer: customerId === undefined ? undefined : { id: customerId, email: details.email, name: details.name, since: seconds(o.created) },
       referral: text(o.client_reference_id) ?? text(isObject(o.metadata) ? o.metadata.tandem_referral : undefined),
-      promotion: promotionOf(o.discounts),
+      promotion: promotionOf(o),
       isPaidPayment: o.mode === 'payment' && o.payment_status === 'paid' && !o.invoice && Boolean(o.amount_total),
       amountTotal: o.amount_total,
       currency: text(o.currency),
@@ -134,6 +137,7 @@ export function readInvoice(event: Record<string, unknown>): Read<Invoice> {
     currency: Currency,
     payment_intent: Type.Optional(Nullable(StripeId)),
     status_transitions: Type.Optional(Nullable(Type.Object({ paid_at: Type.Optional(Nullable(Seconds)) }))),
+    created: Type.Optional(Nullable(Seconds)),
   });
   const read = readObject(event, schema, ['id', 'customer', 'payment_intent'], ['customer', 'payment_intent']);
   if ('reason' in read) return read;
@@ -143,12 +147,13 @@ export function readInvoice(event: Record<string, unknown>): Read<Invoice> {
     value: {
       id: o.id as string,
       customerId,
-      customer: customerId === undefined ? undefined : { id: customerId, email: o.customer_email, name: o.customer_name },
+      // A customer referred by the invoice's promotion code came with the invoice.
+      customer: customerId === undefined ? undefined : { id: customerId, email: o.customer_email, name: o.customer_name, since: seconds(o.created) ?? seconds(isObject(o.status_transitions) ? o.status_transitions.paid_at : undefined) },
       amountPaid: o.amount_paid,
       currency: o.currency as string,
       paymentIntent: text(o.payment_intent),
       paidAt: seconds(isObject(o.status_transitions) ? o.status_transitions.paid_at : undefined),
-      promotion: promotionOf(o.discounts),
+      promotion: promotionOf(o),
     },
   };
 }
