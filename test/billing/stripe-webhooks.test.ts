@@ -14,6 +14,7 @@ import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } fr
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
 import { postStripeEvent, stripeEvent } from '../helpers/stripe-events.ts';
 import { assertProblem } from '../helpers/api-assertions.ts';
+import { raceNote } from '../helpers/test-database.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { purgeExpired } from '../../src/modules/maintenance/purge-expired.ts';
 import { readFileSync } from 'node:fs';
@@ -114,6 +115,29 @@ describe('Stripe webhooks', () => {
     assert.equal(pinnedReferral?.affiliateId, affiliate.id, JSON.stringify((await api.get('/billing-events')).body[0]));
     assert.equal((await api.get(`/sales?referralId=${pinnedReferral.id}`)).body[0].totalEarned, 20);
     assert.equal((await api.get(`/promotional-codes?id=${byId.id}`)).body.timesRedeemed, 2);
+  });
+
+  it(`two events of one new customer at once both list the referral they made or met${raceNote}`, async () => {
+    const { api, programId, secret, affiliate } = await connectedProgram();
+    const customers: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const customer = `cus_race${i}x${unique('r').replace(/[^A-Za-z0-9]/g, '')}`;
+      const email = uniqueEmail('race');
+      customers.push(customer);
+      const twins = [
+        event('customer.created', { id: customer, object: 'customer', email, name: 'Raced', metadata: { tandem_referral: affiliate.link } }),
+        event('checkout.session.completed', { id: `cs_race${i}`, object: 'checkout.session', customer, client_reference_id: affiliate.link, customer_details: { email, name: 'Raced' }, mode: 'subscription' }),
+      ];
+      const answers = await Promise.all(twins.map((twin) => deliver(programId, twin, secret)));
+      assert.deepEqual(answers.map((a) => a.status), [200, 200]);
+    }
+    const listed = (await api.get('/billing-events?limit=100')).body;
+    for (const customer of customers) {
+      const referral = (await api.get(`/referrals?externalId=${customer}`)).body;
+      assert.equal(referral.length, 1, `one referral of ${customer}`);
+      const twins = listed.filter((e: any) => e.referralId === referral[0].id);
+      assert.deepEqual(twins.map((e: any) => e.outcome).sort(), ['recorded', 'recorded'], `both events of ${customer} name its referral: ${JSON.stringify(listed.filter((e: any) => e.referralId === null))}`);
+    }
   });
 
   it('a paid one-time Checkout (no invoice) is a sale keyed by the session, refunded through its payment intent', async () => {
