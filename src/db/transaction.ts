@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout } from 'node:timers/promises';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
-import { isUniqueViolationOn } from './errors.ts';
+import { isUniqueViolation, isUniqueViolationOn } from './errors.ts';
 import { dialectOf } from './dialect.ts';
 import { GroupCommit } from './group-commit.ts';
 import { withinProgramShare } from './program-share.ts';
@@ -140,7 +140,10 @@ export interface RecordedOnce<Id> {
  * `inTransaction` for work that records a row whose key the program may hold once. A retry is
  * answered by the check inside the transaction; a concurrent request that stored the key first
  * makes our insert violate the unique index (on PostgreSQL this transaction is aborted by then),
- * so after the rollback the winner is read and named.
+ * so after the rollback the winner is read and named. The twin may be met on another unique index
+ * of the row first (a referral's e-mail): a unique violation the work turned into its own 409,
+ * keeping it as the cause, is read the same way — named as the duplicate when the key is now
+ * held, else the work's 409 as it was.
  */
 export async function inTransactionOnce<T, Id>(db: Db, once: RecordedOnce<Id>, work: (tx: Tx) => Promise<T>): Promise<T> {
   try {
@@ -150,7 +153,7 @@ export async function inTransactionOnce<T, Id>(db: Db, once: RecordedOnce<Id>, w
       return work(tx);
     });
   } catch (error) {
-    if (!isUniqueViolationOn(error, once.column)) throw error;
+    if (!isUniqueViolationOn(error, once.column) && !isUniqueViolation((error as { cause?: unknown } | null)?.cause)) throw error;
     const existing = await once.findExisting(db);
     if (existing === undefined) throw error;
     throw once.duplicateOf(existing);

@@ -115,6 +115,23 @@ describe("a customer's external id is recorded once", () => {
     }
     assert.equal((await api.get(`/affiliates?id=${affiliate.id}`)).body.numberOfReferredUsers, 1);
   });
+
+  it('ten concurrent sign-ups of one customer id with one e-mail: the e-mail met first still names the referral as its duplicate' + raceNote, async () => {
+    const affiliate = await newAffiliate(api);
+    const externalId = unique('cus_');
+    const email = uniqueEmail('twin');
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => api.post('/referrals', { name: `Twin ${i}`, email, referredUserExternalId: externalId, affiliateId: affiliate.id })),
+    );
+    const created = results.filter((r) => r.status === 201);
+    assert.equal(created.length, 1, JSON.stringify(results.map((r) => [r.status, r.body.code])));
+    for (const r of results.filter((r) => r.status !== 201)) {
+      assertProblem(r, 409, 'duplicate_referral');
+      assert.equal(r.body.existingId, created[0]!.body.id);
+    }
+    // The same e-mail under another customer id is still the e-mail's conflict, not a duplicate.
+    assertProblem(await api.post('/referrals', { name: 'Other', email, referredUserExternalId: unique('cus_'), affiliateId: affiliate.id }), 409, 'conflict');
+  });
 });
 
 describe('an inactive affiliate is credited nothing new', () => {

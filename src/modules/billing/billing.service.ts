@@ -209,11 +209,9 @@ async function referCustomer(db: Tx, program: ProgramContext, provider: BillingP
     await settleWaitingInvoices(db, program, customer.id, referral.id);
     return { outcome: 'recorded', reason: null, referral_id: referral.id, sale_id: null };
   } catch (error) {
-    // Two events of one new customer at once (customer.created and checkout.session.completed,
-    // say): the one that loses the race meets its twin's referral on the e-mail's unique key (a
-    // conflict) or on the customer id's (a duplicate). Either way the twin referred this very
-    // customer: recorded, naming it. A referral of the same e-mail for another customer stays a refusal.
-    const existing = existingIdOf(error) ?? (error instanceof ApiError && error.code === 'conflict' ? await referralIdOfCustomer(db, program, customer.id) : undefined);
+    // A duplicate names the referral of this customer another event made, also one racing this
+    // (customer.created and checkout.session.completed at once): recorded, naming it.
+    const existing = existingIdOf(error);
     if (existing !== undefined) return { outcome: 'recorded', reason: 'the customer was already referred', referral_id: String(existing), sale_id: null };
     if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
     throw error;

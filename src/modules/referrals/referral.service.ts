@@ -54,6 +54,15 @@ interface CustomerInput {
   referredAt?: string;
 }
 
+/**
+ * The 409 of an e-mail another referral of the program holds. It keeps the unique violation as
+ * its cause: when the other referral is this one's twin, made at the same moment for the same
+ * customer, inTransactionOnce names it as the duplicate it is.
+ */
+function emailTaken(email: string, violation: unknown): ApiError {
+  return Object.assign(conflict(`A referral with e-mail ${email} already exists in this program.`), { cause: violation });
+}
+
 function customerRow(program: ProgramContext, credit: Credit, input: CustomerInput): ReferralRow {
   const { email, key } = normaliseEmail(input.email);
   const now = program.clock().toISOString();
@@ -87,7 +96,7 @@ export async function insertCustomer(tx: Tx, program: ProgramContext, credit: Cr
   try {
     await insertReferralWithItsWrites(tx, row, { eventId: newEventId(), eventData: JSON.stringify(serializeReferral(row)) });
   } catch (error) {
-    if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${row.email} already exists in this program.`);
+    if (isUniqueViolationOn(error, 'email')) throw emailTaken(row.email, error);
     throw error;
   }
   return row;
@@ -229,7 +238,7 @@ export async function updateReferral(db: Db, program: ProgramContext, id: string
     try {
       await updateReferralRow(tx, id, changes);
     } catch (error) {
-      if (isUniqueViolationOn(error, 'email')) throw conflict(`A referral with e-mail ${changes.email} already exists in this program.`);
+      if (isUniqueViolationOn(error, 'email')) throw emailTaken(changes.email!, error);
       throw error;
     }
     const updated = serializeReferral({ ...current, ...changes });
