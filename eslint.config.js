@@ -21,14 +21,9 @@ const PROVIDER_SDKS = {
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 /** The packages (and their subpaths) of `providers`' SDKs, as an import pattern: `^(stripe|…)(/…)?$`. */
 const sdkRegex = (providers) => `^(${providers.flatMap((name) => PROVIDER_SDKS[name]).map(escapeRegex).join('|')})(\\/.*)?$`;
-const sdkGroup = (providers) => ({
-  regex: sdkRegex(providers),
-  message: "A billing provider's SDK is imported only by its module (src/modules/billing/providers/<provider>/): the rest of Tandem speaks billing-provider.ts's actions.",
-});
-const PROVIDER_SDK_IMPORT_EXPRESSION = {
-  selector: `ImportExpression[source.value=/${sdkRegex(Object.keys(PROVIDER_SDKS))}/]`,
-  message: sdkGroup([]).message,
-};
+const SDK_MESSAGE = "A billing provider's SDK is imported only by its module (src/modules/billing/providers/<provider>/): the rest of Tandem speaks billing-provider.ts's actions.";
+const sdkGroup = (providers) => ({ regex: sdkRegex(providers), message: SDK_MESSAGE });
+const PROVIDER_SDK_IMPORT_EXPRESSION = { selector: `ImportExpression[source.value=/${sdkRegex(Object.keys(PROVIDER_SDKS))}/]`, message: SDK_MESSAGE };
 
 export default tseslint.config(
   { ignores: ['node_modules', 'data', 'docs', 'dist', 'integrations/*/node_modules'] },

@@ -166,9 +166,9 @@ export function searchedFrom<Q>(db: Db | Tx, list: SearchedList, alias: string, 
  */
 export async function searchReadOf(db: Db, list: SearchedList, search: string | undefined, cap: number = SEARCH_COUNT_CAP): Promise<SearchRead> {
   const phrase = search === undefined ? undefined : trigramPhrase(search);
-  if (phrase === undefined) return LIKE_READ;
+  if (search === undefined || phrase === undefined) return LIKE_READ;
   if (dialectOf(db) === 'postgres') {
-    const indexedPiece = indexedPieceOf(search!.trim().toLowerCase(), await commonTrigramsOf(db, list));
+    const indexedPiece = indexedPieceOf(search.trim().toLowerCase(), await commonTrigramsOf(db, list));
     return indexedPiece === undefined ? LIKE_READ : { via: 'like', indexedPiece };
   }
   const index = sql.table(TRIGRAM_TABLES[list].index);
@@ -259,9 +259,9 @@ async function sampleCommonTrigrams(db: Db, list: SearchedList): Promise<Set<str
   const estimated = Number(found[0].rows ?? -1);
   const percent = estimated > 0 ? Math.min(100, (200 * TRIGRAM_SAMPLE_ROWS) / estimated) : 100;
   const text = sql.join(TRIGRAM_TABLES[list].searched('x'), sql` || ' ' || `);
-  const { rows } = await sql<{ trigram: string; n: number | string; sampled: number | string }>`
+  const { rows } = await sql<{ trigram: string; sampled: number | string }>`
     with sampled as (select ${text} as text from ${sql.table(list)} as x tablesample system (${sql.lit(percent)}) limit ${TRIGRAM_SAMPLE_ROWS})
-    select t as trigram, count(*) as n, (select count(*) from sampled) as sampled
+    select t as trigram, (select count(*) from sampled) as sampled
     from sampled, unnest(show_trgm(sampled.text)) as t
     group by t having count(*) >= ${sql.lit(COMMON_TRIGRAM_SHARE)} * (select count(*) from sampled)`.execute(db);
   if (rows.length === 0 || Number(rows[0]!.sampled) < TRIGRAM_SAMPLE_MIN_ROWS) return new Set();

@@ -5,7 +5,8 @@ import { dialectOf } from '../dialect.ts';
 // sealed as the Stripe secret was (AES-256-GCM under the instance key), on its live side (test
 // mode, issue 33, adds the test side under the same key). `last_event_at` is when the provider's
 // newest verified event arrived, for the dashboard and `tandem billing list`. The Stripe secret a
-// program kept in its own row moves here, with the time of its newest event; the column goes.
+// program kept in its own row moves here, with the time of its newest event (connected since: the
+// program's last change, the nearest time it kept); the column goes.
 export async function up(db: Kysely<unknown>): Promise<void> {
   const pg = dialectOf(db) === 'postgres';
   const uuid = pg ? sql`uuid` : sql`text`;

@@ -20,19 +20,19 @@ import {
   deleteBillingConnection,
   expireWaitingInvoicesBefore,
   findBillingConnection,
-  listBillingConnections,
-  saveBillingConnection,
-  touchBillingConnection,
   findDispute,
   insertBillingEventOnce,
   invoiceOfPayment,
+  listBillingConnections,
   listBillingEvents,
   lockWaitingInvoicesOf,
   recordDisputeState,
   recordPayment,
+  saveBillingConnection,
   setBillingEventOutcome,
   settleBillingEvent,
   takeWaitingInvoicesOf,
+  touchBillingConnection,
   type BillingConnectionRow,
   type BillingEventRow,
 } from './billing.repository.ts';
@@ -205,7 +205,7 @@ async function referCustomer(db: Tx, program: ProgramContext, provider: BillingP
   const body = referralBody(customer, credit);
   if ('reason' in body) return ignored(body.reason);
   try {
-    const referral = await createReferral(db, program, body.value, undefined, customer.since ?? undefined);
+    const referral = await createReferral(db, program, body.value, { referredAt: customer.since ?? undefined });
     await settleWaitingInvoices(db, program, customer.id, referral.id);
     return { outcome: 'recorded', reason: null, referral_id: referral.id, sale_id: null };
   } catch (error) {

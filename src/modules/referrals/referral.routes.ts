@@ -22,7 +22,7 @@ export const referralRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app
         response: { 201: ReferralSchema, ...errorResponses(['not_found', 'no affiliate, link or promotional code matches'], ['conflict', 'a referral with this e-mail already exists in the program'], 'duplicate_referral', 'affiliate_inactive', ...PROMO_CODE_REFUSALS) },
       },
     },
-    async (request, reply) => reply.code(201).send(await createReferral(db, request.auth.program, request.body, referralMade)),
+    async (request, reply) => reply.code(201).send(await createReferral(db, request.auth.program, request.body, { referralMade })),
   );
 
   app.get(

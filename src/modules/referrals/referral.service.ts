@@ -127,11 +127,15 @@ export async function insertOrGetCustomer(tx: Tx, program: ProgramContext, credi
  */
 export type ReferralMade = (tx: Tx, program: ProgramContext, referral: Referral) => Promise<void>;
 
-/**
- * POST /referrals (and billing's referrals). `referredAt`: when the customer came, for a referral
- * made later from a provider's record of them (a time after now counts as now).
- */
-export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody, referralMade?: ReferralMade, referredAt?: string): Promise<Referral> {
+/** What else making a referral does: `referralMade` (the routes'), `referredAt` (billing's, below). */
+export interface ReferralOptions {
+  referralMade?: ReferralMade;
+  /** When the customer came, for a referral made later from a provider's record of them (a time after now counts as now). */
+  referredAt?: string;
+}
+
+/** POST /referrals, the dashboard's and billing's referrals. */
+export async function createReferral(db: Db, program: ProgramContext, body: CreateReferralBody, { referralMade, referredAt }: ReferralOptions = {}): Promise<Referral> {
   if (body.affiliateId === undefined && body.affiliateEmail === undefined && body.promoCode === undefined) {
     throw new ApiError('validation_failed', 'Name who referred this user.', [
       { pointer: '#/affiliateId', detail: 'affiliateId, affiliateEmail or promoCode is required' },

@@ -92,7 +92,7 @@ export const referralRoutes: FastifyPluginAsync<AppServices> = async (app, { db,
         plan: optionalText(form.plan),
       });
       if (!affiliate.error) {
-        await createReferral(db, context, body, referralMade);
+        await createReferral(db, context, body, { referralMade });
         return redirectDone(reply, `${base}/referrals`, 'recorded');
       }
       errors = noErrors;
