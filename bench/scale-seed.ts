@@ -180,7 +180,7 @@ const COLUMNS: Record<Table, readonly string[]> = {
 const KNOWN_TABLES = new Set<string>([
   ...Object.keys(COLUMNS),
   'users', 'programs', 'api_tokens', 'outbox_state', 'clicks', 'click_days', 'mail_outbox', 'portal_login_tokens', 'portal_sessions',
-  'password_reset_tokens', 'billing_connections', 'billing_payments', 'billing_disputes', 'webhooks', 'webhook_deliveries', 'webhook_fanout', 'webhook_attempts',
+  'password_reset_tokens', 'billing_connections', 'billing_customers', 'billing_payments', 'billing_disputes', 'webhooks', 'webhook_deliveries', 'webhook_fanout', 'webhook_attempts',
   'idempotency_keys', 'sessions', 'integrations', 'authorization_codes', 'attempt_counters', 'instance_keys',
   'kysely_migration', 'kysely_migration_lock', 'tandem_migrations', 'tandem_migrations_lock', 'sqlite_sequence', 'sqlite_stat1', 'sqlite_stat4',
   // SQLite's searches (FTS5 and their shadow tables): their triggers index the rows as they are inserted.

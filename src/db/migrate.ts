@@ -38,6 +38,7 @@ import * as affiliateCounterTotals from './migrations/2026-12-03T1100-affiliate-
 import * as referralAffiliateSearch from './migrations/2026-12-03T1200-referral-affiliate-search.ts';
 import * as trigramIndexesNoPendingList from './migrations/2026-12-04T0600-trigram-indexes-no-pending-list.ts';
 import * as billingConnections from './migrations/2026-12-05T0600-billing-connections.ts';
+import * as billingProviders from './migrations/2026-12-06T0600-billing-providers.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -80,6 +81,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-03T1200-referral-affiliate-search': referralAffiliateSearch,
   '2026-12-04T0600-trigram-indexes-no-pending-list': trigramIndexesNoPendingList,
   '2026-12-05T0600-billing-connections': billingConnections,
+  '2026-12-06T0600-billing-providers': billingProviders,
 };
 
 export class MigrationError extends Error {}

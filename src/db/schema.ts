@@ -237,6 +237,19 @@ export interface BillingEventsTable {
 }
 
 /** Which Stripe invoice a payment intent paid (from invoice.paid or invoice_payment.paid). */
+/** A customer a provider named with their e-mail while nothing credited them (Paddle's transactions carry the referral, its customer events the e-mail). */
+export interface BillingCustomersTable {
+  program_id: string;
+  provider: string;
+  /** The provider's customer id (ctm_…). */
+  id: string;
+  email: string;
+  name: string | null;
+  /** When the customer came, as the provider dates them. */
+  since: Timestamp | null;
+  seen_at: Timestamp;
+}
+
 export interface BillingPaymentsTable {
   program_id: string;
   payment_intent: string;
@@ -628,6 +641,7 @@ export interface Database {
   billing_connections: BillingConnectionsTable;
   billing_events: BillingEventsTable;
   billing_payments: BillingPaymentsTable;
+  billing_customers: BillingCustomersTable;
   billing_disputes: BillingDisputesTable;
   clicks: ClicksTable;
   click_days: ClickDaysTable;

@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import * as billingConnections from '../../src/db/migrations/2026-12-05T0600-billing-connections.ts';
+import { dialectOf } from '../../src/db/dialect.ts';
+import * as billingProviders from '../../src/db/migrations/2026-12-06T0600-billing-providers.ts';
 import { runTandem } from '../helpers/cli.ts';
 import { postStripeEvent, stripeEvent, stripeId } from '../helpers/stripe-events.ts';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
@@ -110,6 +112,31 @@ describe('the billing-connections migration', () => {
     const back = await db.selectFrom('programs').select(['id', 'stripe_secret_sealed']).orderBy('name').execute();
     assert.deepEqual(back.map((r: any) => r.stripe_secret_sealed).sort(), ['sealed-secret-as-stored', null].sort());
     await billingConnections.up(db);
+  });
+});
+
+describe('the billing-providers migration', () => {
+  const migrated = useMigratedDatabase();
+
+  it("keys billing events by program, provider and id, keeping every row and index; down keys them as before", async () => {
+    const db = migrated() as unknown as Kysely<any>;
+    const program = await seedProgram(migrated());
+    await billingProviders.down(db);
+    const event = (id: string, provider: string, outcome = 'ignored') => ({ program_id: program.id, id, provider, type: 'invoice.paid', created_at: '2026-11-01T10:00:00.000Z', outcome, reason: 'r', referral_id: null, sale_id: null, waiting: outcome === 'waiting' ? '{}' : null, customer_id: outcome === 'waiting' ? 'cus_1' : null });
+    await db.insertInto('billing_events').values([event('evt_1', 'stripe'), event('evt_2', 'stripe', 'waiting')]).execute();
+    await assert.rejects(db.insertInto('billing_events').values(event('evt_1', 'paddle')).execute(), 'before: one id per program');
+    await billingProviders.up(db);
+    assert.deepEqual((await db.selectFrom('billing_events').select(['id', 'outcome']).orderBy('id').execute()).map((r: any) => [r.id, r.outcome]), [['evt_1', 'ignored'], ['evt_2', 'waiting']]);
+    await db.insertInto('billing_events').values({ ...event('evt_1', 'paddle'), created_at: '2026-11-02T10:00:00.000Z' }).execute();
+    await assert.rejects(db.insertInto('billing_events').values(event('evt_1', 'paddle')).execute(), 'after: one id per program and provider');
+    await db.insertInto('billing_customers').values({ program_id: program.id, provider: 'paddle', id: 'ctm_1', email: 'pat@example.org', name: null, since: null, seen_at: '2026-11-01T10:00:00.000Z' }).execute();
+    const indexes = async () =>
+      (await sql<{ name: string }>`${sql.raw(dialectOf(db) === 'postgres' ? "select indexname as name from pg_indexes where tablename = 'billing_events'" : "select name from sqlite_master where type = 'index' and tbl_name = 'billing_events' and sql is not null")}`.execute(db)).rows.map((r) => r.name).filter((n) => !n.endsWith('_pk')).sort();
+    assert.deepEqual(await indexes(), ['billing_events_age', 'billing_events_received', 'billing_events_waiting', 'billing_events_waiting_since']);
+    await billingProviders.down(db);
+    assert.deepEqual((await db.selectFrom('billing_events').select(['id', 'provider']).orderBy('id').execute()).map((r: any) => [r.id, r.provider]), [['evt_1', 'stripe'], ['evt_2', 'stripe']], 'down keeps the older of two events sharing an id');
+    assert.deepEqual(await indexes(), ['billing_events_age', 'billing_events_received', 'billing_events_waiting', 'billing_events_waiting_since']);
+    await billingProviders.up(db);
   });
 });
 

@@ -21,7 +21,7 @@ import { assertProblem } from '../helpers/api-assertions.ts';
 import { testDialect } from '../helpers/test-database.ts';
 import { BrowserSession } from '../helpers/browser-session.ts';
 
-const EXPIRED = 'the customer was not referred within 24 hours of the invoice';
+const EXPIRED = 'the customer was not referred within 24 hours of the payment';
 /** Read through the module, so this file still loads (and its tests fail one by one) on code without them. */
 const CAP: number = (stripeService as { WAITING_INVOICES_PER_PROGRAM?: number }).WAITING_INVOICES_PER_PROGRAM ?? 10_000;
 const expireWaitingInvoices = (stripeService as { expireWaitingInvoices?: (db: unknown, now: Date, batch?: number) => Promise<{ expired: number; batches: number }> }).expireWaitingInvoices;
@@ -290,7 +290,7 @@ describe(`at most ${CAP.toLocaleString('en-US')} invoices wait per program`, () 
       assert.equal(outcomes.filter((o) => o.outcome === 'waiting').length, 5, `round ${round + 1}: ${outcomes.filter((o) => o.outcome === 'waiting').length} waited`);
       const refused = outcomes.filter((o) => o.outcome === 'ignored');
       assert.equal(refused.length, 35);
-      for (const o of refused) assert.match(o.reason!, new RegExp(`is not referred, and ${CAP.toLocaleString('en-US')} invoices of customers not referred yet are already waiting \\(the most a program keeps\\): this one is not kept`));
+      for (const o of refused) assert.match(o.reason!, new RegExp(`is not referred, and ${CAP.toLocaleString('en-US')} payments of customers not referred yet are already waiting \\(the most a program keeps\\): this one is not kept`));
       await rawDb(t).deleteFrom('billing_events').where('program_id', '=', full.programId).where('id', 'in', rush.map((invoice) => invoice.id)).where('outcome', '=', 'waiting').execute();
     }
     await seedWaiting(full.programId, 5, () => new Date(now.getTime() - 3_600_000));

@@ -320,7 +320,7 @@ describe('Stripe webhooks', () => {
     assert.equal((await api.get('/billing-events')).body.find((e: any) => e.type === 'invoice.paid' && e.outcome !== 'recorded').outcome, 'waiting');
     await purgeExpired(rawDb(t), now);
     const late = (await api.get('/billing-events')).body.find((e: any) => e.type === 'invoice.paid' && e.outcome !== 'recorded');
-    assert.deepEqual([late.outcome, late.reason], ['ignored', 'the customer was not referred within 24 hours of the invoice']);
+    assert.deepEqual([late.outcome, late.reason], ['ignored', 'the customer was not referred within 24 hours of the payment']);
     const unreferred = (await api.get('/billing-events')).body.find((e: any) => e.type === 'customer.created');
     assert.match(unreferred.reason, /no tandem_referral/);
   });

@@ -19,6 +19,7 @@ const OWNERS: Record<string, string> = {
   attempt_counters: 'modules/throttling',
   authorization_codes: 'modules/connect',
   billing_connections: 'modules/billing',
+  billing_customers: 'modules/billing',
   billing_disputes: 'modules/billing',
   billing_events: 'modules/billing',
   billing_payments: 'modules/billing',

@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ApiError, type FieldError } from '../../domain/errors.ts';
+import { minorUnitDigits, rescaleMinorUnits, unitsToDecimalText } from '../../domain/money.ts';
 import { assertCleanInput } from '../../http/input-guard.ts';
 import { ExternalId } from '../../http/schemas.ts';
 import { assertValidBody } from '../../http/validation.ts';
@@ -91,4 +92,37 @@ const SALE_FIELDS: Record<string, string> = { '#/totalEarned': "the sale's total
 export function saleBody(body: CreateSaleBody): Read<CreateSaleBody> {
   const refused = refusal(CreateSaleBody, body, ['#/externalInvoiceId'], (pointer) => SALE_FIELDS[pointer] ?? pathOf(pointer));
   return refused === null ? { value: body } : { reason: refused };
+}
+
+/**
+ * An amount a provider counts in `providerDigits` decimals of `currency` (its own table: Stripe
+ * counts HUF in hundredths, Paddle JPY in yen), as the program's minor units by the program's
+ * exponent (money.ts), or why it cannot be one: not a whole, non-negative number of the
+ * provider's units (a digit string is read as Paddle sends them), beyond what Tandem holds, or a
+ * fraction the program's currency does not keep.
+ */
+export function providerAmountToMinor(amount: unknown, currency: string, field: string, provider: { displayName: string; digits: number }): { minor: number } | { reason: string } {
+  const code = currency.toUpperCase();
+  const units = typeof amount === 'string' && /^\d{1,16}$/.test(amount) ? Number(amount) : amount;
+  if (typeof units !== 'number' || !Number.isSafeInteger(units) || units < 0) {
+    return { reason: `${field} must be a whole, non-negative number of ${provider.displayName}'s minor units (${JSON.stringify(amount) ?? 'nothing'} is not)` };
+  }
+  const digits = minorUnitDigits(code);
+  const minor = rescaleMinorUnits(units, provider.digits, digits);
+  if (minor === null && provider.digits <= digits) return { reason: `${field} ${units} is more than Tandem holds` };
+  if (minor === null) {
+    return { reason: `${field} ${units} is ${unitsToDecimalText(units, provider.digits)} ${code} by ${provider.displayName}'s count (${provider.digits} decimals), which ${code} in Tandem (${digits} decimals) cannot hold exactly` };
+  }
+  return { minor };
+}
+
+const SERVICE_FIELDS: Record<string, string> = { ...REFERRAL_FIELDS, ...SALE_FIELDS, '#/amount': 'the refund', '#/saleId': 'the sale' };
+
+/**
+ * An API refusal of an event's work (a service's 4xx) as the event's reason, in words: each
+ * field's own error ("the refund is more than the 12.00 not yet refunded"), never the
+ * summary "The request is invalid.".
+ */
+export function reasonOf(error: ApiError): string {
+  return error.errors?.length ? wordsOf(error.errors, (pointer) => SERVICE_FIELDS[pointer] ?? pathOf(pointer)) : error.detail;
 }

@@ -50,10 +50,19 @@ export interface Payment {
 export type BillingAction =
   /** A customer to refer (a tandem_referral, or a discount code of the program, credits them); a one-time payment of theirs, if any, is the sale. */
   | { kind: 'refer'; customer: BillingCustomer; referral: string | undefined; discount: DiscountCode | null; payment?: Payment }
-  /** A payment of the customer `customerId`: a sale of their referral, or waiting up to 24 hours for it (`customer` and `discount` may refer them now). */
-  | { kind: 'pay'; customerId: string | undefined; customer: BillingCustomer | undefined; discount: DiscountCode | null; payment: Payment }
-  /** The payment (by id or reference) refunded up to the provider's refunded total for it (cumulative). */
-  | { kind: 'refund'; paymentId: string | undefined; reference: string | undefined; refundedTotal: unknown; amountField: string; currency: string }
+  /**
+   * A payment of the customer `customerId`: a sale of their referral, or waiting up to 24 hours
+   * for it. `referral` or `discount` may refer them now, by the customer's e-mail from this event
+   * or an earlier one of theirs; without one yet, the payment waits with its credit for the
+   * customer's event that brings it.
+   */
+  | { kind: 'pay'; customerId: string | undefined; customer: BillingCustomer | undefined; referral?: string; discount: DiscountCode | null; payment: Payment }
+  /**
+   * The payment (by id or reference) refunded up to the provider's refunded total for it
+   * (cumulative: Stripe, Lemon Squeezy, Polar, Chargebee); or, with `partId`, by one numbered
+   * part of it, `refundedTotal` being that part's amount, applied once (a Paddle adjustment).
+   */
+  | { kind: 'refund'; paymentId: string | undefined; reference: string | undefined; refundedTotal: unknown; amountField: string; currency: string; partId?: string }
   /** A dispute of the payment `reference` opened (the commission held) or closed (lost: taken back; else due). */
   | { kind: 'dispute'; id: string; reference: string | undefined; status: string; closes: boolean; eventCreatedAt: string }
   /** Which payment a reference paid, kept for a later refund or dispute that names only the reference. */

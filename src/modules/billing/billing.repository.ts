@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import type { BillingConnectionsTable, BillingDisputesTable, BillingEventsTable } from '../../db/schema.ts';
+import type { BillingConnectionsTable, BillingCustomersTable, BillingDisputesTable, BillingEventsTable } from '../../db/schema.ts';
 import type { Db, Tx } from '../../db/transaction.ts';
 import { pageQuery, type PageRequest } from '../../db/keyset.ts';
 import { deleteInBatches } from '../../db/batched-delete.ts';
@@ -7,6 +7,7 @@ import { dialectOf } from '../../db/dialect.ts';
 
 export type BillingEventRow = Selectable<BillingEventsTable>;
 export type BillingConnectionRow = Selectable<BillingConnectionsTable>;
+export type BillingCustomerRow = Selectable<BillingCustomersTable>;
 
 /** Saves a program's connection to a provider, or replaces its secret (connected since now; its last event kept). */
 export async function saveBillingConnection(db: Db, row: Insertable<BillingConnectionsTable>): Promise<void> {
@@ -53,15 +54,19 @@ export async function insertBillingEventOnce(tx: Tx, row: Insertable<BillingEven
   const inserted = await tx
     .insertInto('billing_events')
     .values(row)
-    .onConflict((conflict) => conflict.columns(['program_id', 'id']).doNothing())
+    .onConflict((conflict) => conflict.columns(['program_id', 'provider', 'id']).doNothing())
     .returning('id')
     .executeTakeFirst();
   return inserted !== undefined;
 }
 
 /** What came of a claimed event, written at the end of its work. */
-export async function setBillingEventOutcome(tx: Tx, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>): Promise<void> {
-  await tx.updateTable('billing_events').set(outcome).where('program_id', '=', programId).where('id', '=', id).execute();
+export async function setBillingEventOutcome(
+  tx: Tx,
+  key: { programId: string; provider: string; id: string },
+  outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>,
+): Promise<void> {
+  await tx.updateTable('billing_events').set(outcome).where('program_id', '=', key.programId).where('provider', '=', key.provider).where('id', '=', key.id).execute();
 }
 
 export type DisputeRow = Selectable<BillingDisputesTable>;
@@ -108,6 +113,27 @@ export async function recordPayment(db: Db, programId: string, paymentIntent: st
     .values({ program_id: programId, payment_intent: paymentIntent, invoice_id: invoiceId, created_at: now })
     .onConflict((conflict) => conflict.columns(['program_id', 'payment_intent']).doNothing())
     .execute();
+}
+
+/**
+ * Claims a part of a payment's refund the provider numbers (a Paddle adjustment), kept beside
+ * the payments' references (billing_payments: the part's id, the payment it refunds): false when
+ * it was claimed before — applied already. A second claim at the same moment waits on the first's
+ * row (PostgreSQL's unique key; SQLite has one writer) and gets false once it commits.
+ */
+export async function claimRefundPart(tx: Tx, programId: string, partId: string, paymentId: string, now: string): Promise<boolean> {
+  const inserted = await tx
+    .insertInto('billing_payments')
+    .values({ program_id: programId, payment_intent: partId, invoice_id: paymentId, created_at: now })
+    .onConflict((conflict) => conflict.columns(['program_id', 'payment_intent']).doNothing())
+    .returning('payment_intent')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/** A claimed refund part that could not be applied, given back so a later event of it can. */
+export async function releaseRefundPart(tx: Tx, programId: string, partId: string): Promise<void> {
+  await tx.deleteFrom('billing_payments').where('program_id', '=', programId).where('payment_intent', '=', partId).execute();
 }
 
 export async function invoiceOfPayment(db: Db, programId: string, paymentIntent: string): Promise<string | undefined> {
@@ -163,24 +189,29 @@ export async function takeWaitingInvoicesOf(tx: Tx, programId: string, customerI
     .where('program_id', '=', programId)
     .where('customer_id', '=', customerId)
     .where('outcome', '=', WAITING)
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('billing_events')
-        .select('id')
-        .where('program_id', '=', programId)
-        .where('customer_id', '=', customerId)
-        .where('outcome', '=', WAITING)
-        .where('created_at', '>=', since)
-        .orderBy('created_at')
-        .limit(limit),
+    .where((eb) =>
+      eb(
+        eb.refTuple('provider', 'id'),
+        'in',
+        eb
+          .selectFrom('billing_events')
+          .select(['provider', 'id'])
+          .where('program_id', '=', programId)
+          .where('customer_id', '=', customerId)
+          .where('outcome', '=', WAITING)
+          .where('created_at', '>=', since)
+          .orderBy('created_at')
+          .limit(limit)
+          .$asTuple('provider', 'id'),
+      ),
     )
     .returningAll()
     .execute();
 }
 
 /** A settled waiting invoice's outcome (its kept invoice is no longer needed). */
-export async function settleBillingEvent(tx: Tx, programId: string, id: string, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
-  await tx.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', programId).where('id', '=', id).execute();
+export async function settleBillingEvent(tx: Tx, row: Pick<BillingEventRow, 'program_id' | 'provider' | 'id'>, outcome: Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'>): Promise<void> {
+  await tx.updateTable('billing_events').set({ ...outcome, waiting: null }).where('program_id', '=', row.program_id).where('provider', '=', row.provider).where('id', '=', row.id).execute();
 }
 
 /**
@@ -195,8 +226,8 @@ export async function expireWaitingInvoicesBefore(db: Db, before: string, reason
   const result = await sql`
     update billing_events set outcome = 'ignored', reason = ${reason}, waiting = null
     where outcome = ${WAITING} and created_at < ${before}
-      and (program_id, id) in (
-        select program_id, id from billing_events
+      and (program_id, provider, id) in (
+        select program_id, provider, id from billing_events
         where outcome = ${WAITING} and created_at < ${before}
         order by created_at limit ${limit} ${skipLocked})`.execute(db);
   return Number(result.numAffectedRows ?? 0n);
@@ -205,7 +236,44 @@ export async function expireWaitingInvoicesBefore(db: Db, before: string, reason
 /** Billing events received before `before` (the worker's purge, with the event history); waiting ones are long ignored by then. */
 export function purgeBillingEventsBefore(db: Db, before: string, deadline = Infinity): Promise<number> {
   return deleteInBatches(async (limit) => {
-    const result = await sql`delete from billing_events where (program_id, id) in (select program_id, id from billing_events where created_at < ${before} limit ${limit})`.execute(db);
+    const result = await sql`delete from billing_events where (program_id, provider, id) in (select program_id, provider, id from billing_events where created_at < ${before} limit ${limit})`.execute(db);
+    return { numDeletedRows: result.numAffectedRows ?? 0n };
+  }, undefined, deadline);
+}
+
+/**
+ * The waiting payments of a customer, newest first (at most `limit`): a customer event that
+ * credits nobody looks here for the referral a payment of theirs carried (billing.service.ts).
+ */
+export function findWaitingOf(db: Db, programId: string, customerId: string, limit: number): Promise<Pick<BillingEventRow, 'provider' | 'waiting'>[]> {
+  return db
+    .selectFrom('billing_events')
+    .select(['provider', 'waiting'])
+    .where('program_id', '=', programId)
+    .where('customer_id', '=', customerId)
+    .where('outcome', '=', WAITING)
+    .orderBy('created_at', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+/** Keeps (or refreshes) a customer a provider named with their e-mail while nothing credited them. */
+export async function rememberBillingCustomer(db: Db, row: Insertable<BillingCustomersTable>): Promise<void> {
+  await db
+    .insertInto('billing_customers')
+    .values(row)
+    .onConflict((conflict) => conflict.columns(['program_id', 'provider', 'id']).doUpdateSet({ email: row.email, name: row.name, since: row.since, seen_at: row.seen_at }))
+    .execute();
+}
+
+export function findBillingCustomer(db: Db, programId: string, provider: string, id: string): Promise<BillingCustomerRow | undefined> {
+  return db.selectFrom('billing_customers').selectAll().where('program_id', '=', programId).where('provider', '=', provider).where('id', '=', id).executeTakeFirst();
+}
+
+/** Customers last named before `before` (the worker's purge, with the billing events that named them). */
+export function purgeBillingCustomersBefore(db: Db, before: string, deadline = Infinity): Promise<number> {
+  return deleteInBatches(async (limit) => {
+    const result = await sql`delete from billing_customers where (program_id, provider, id) in (select program_id, provider, id from billing_customers where seen_at < ${before} limit ${limit})`.execute(db);
     return { numDeletedRows: result.numAffectedRows ?? 0n };
   }, undefined, deadline);
 }

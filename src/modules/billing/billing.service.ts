@@ -12,15 +12,18 @@ import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.servi
 import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import type { CreateSaleBody } from '../sales/sale.schema.ts';
-import { referralBody, saleBody, type Credit } from './billing-input.ts';
+import { reasonOf, referralBody, saleBody, type Credit } from './billing-input.ts';
 import type { BillingAction, BillingCustomer, BillingEnvelope, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
 import { BILLING_PROVIDERS, billingProviderNamed } from './providers/index.ts';
 import {
+  claimRefundPart,
   countWaitingInvoices,
   deleteBillingConnection,
   expireWaitingInvoicesBefore,
   findBillingConnection,
+  findBillingCustomer,
   findDispute,
+  findWaitingOf,
   insertBillingEventOnce,
   invoiceOfPayment,
   listBillingConnections,
@@ -28,6 +31,8 @@ import {
   lockWaitingInvoicesOf,
   recordDisputeState,
   recordPayment,
+  releaseRefundPart,
+  rememberBillingCustomer,
   saveBillingConnection,
   setBillingEventOutcome,
   settleBillingEvent,
@@ -48,20 +53,20 @@ import { open, seal } from './sealed-secret.ts';
 // (duplicate_* is a success here), a dispute keeps its state (billing_disputes) — so the same
 // payment under another event id records one sale, and a late dispute event changes nothing.
 
-/** An invoice of a customer not referred yet waits this long for the referral. */
+/** A payment of a customer not referred yet waits this long for the referral. */
 const WAITING_MS = 24 * 3_600_000;
 /**
- * Invoices of customers not referred yet that one program keeps waiting at most; past it a new
- * one is ignored with the reason. A shop's invoices arrive before their checkout for seconds,
- * so a real program holds a handful; the cap bounds what a flood of invoices of unknown
+ * Payments of customers not referred yet that one program keeps waiting at most; past it a new
+ * one is ignored with the reason. A shop's payments arrive before their checkout for seconds,
+ * so a real program holds a handful; the cap bounds what a flood of payments of unknown
  * customers leaves behind (docs/security.md, Limits).
  */
 export const WAITING_INVOICES_PER_PROGRAM = 10_000;
-/** A customer's waiting invoices one referral settles at most (the rest expire). */
+/** A customer's waiting payments one referral settles at most (the rest expire); as many are read for a referral one of them carries. */
 const SETTLED_PER_REFERRAL = 100;
-/** Waiting invoices the worker's expiry ignores per statement (and transaction). */
+/** Waiting payments the worker's expiry ignores per statement (and transaction). */
 export const WAITING_EXPIRY_BATCH = 500;
-const EXPIRED_REASON = 'the customer was not referred within 24 hours of the invoice';
+const EXPIRED_REASON = 'the customer was not referred within 24 hours of the payment';
 
 const billingKey = (db: Db) => instanceKey(db, 'billing-secrets');
 
@@ -163,14 +168,18 @@ export async function expireWaitingInvoices(db: Db, now: Date, batch = WAITING_E
 type Outcome = Pick<BillingEventRow, 'outcome' | 'reason' | 'referral_id' | 'sale_id'> & Partial<Pick<BillingEventRow, 'waiting' | 'customer_id'>>;
 
 /**
- * What a waiting invoice keeps to become a sale when its customer is referred (billing_events.
+ * What a waiting payment keeps to become a sale when its customer is referred (billing_events.
  * waiting, JSON; the names are those rows already stored carry): the amount as its provider
- * counts it, converted by the provider the event came from (billing_events.provider).
+ * counts it, converted by the provider the event came from (billing_events.provider), and who
+ * it credits when it names an affiliate but not the customer's e-mail (Paddle's transactions:
+ * the customer's event that brings the e-mail refers them by it).
  */
 interface WaitingInvoice {
   invoiceId: string;
   amountPaid: unknown;
   paidAt: string | null;
+  amountField?: string;
+  credit?: Credit;
 }
 const ignored = (reason: string): Outcome => ({ outcome: 'ignored', reason, referral_id: null, sale_id: null });
 
@@ -199,8 +208,38 @@ async function creditOf(db: Db, program: ProgramContext, ref: string | undefined
   return code === undefined ? undefined : { promoCode: code };
 }
 
-async function referCustomer(db: Tx, program: ProgramContext, provider: BillingProvider, customer: BillingCustomer, credit: Credit | undefined): Promise<Outcome> {
-  if (!credit) return ignored(provider.noCredit);
+/**
+ * The credit a waiting payment of the customer carries (a referral on a payment whose event had
+ * no e-mail to refer them by), read under the customer's lock so a payment deciding to wait at
+ * this moment is seen, or sees the customer this event remembers.
+ */
+async function creditOfWaitingPayments(db: Tx, program: ProgramContext, customerId: string): Promise<Credit | undefined> {
+  await lockWaitingInvoicesOf(db, program.id, customerId);
+  for (const row of await findWaitingOf(db, program.id, customerId, SETTLED_PER_REFERRAL)) {
+    const credit = (JSON.parse(row.waiting ?? '{}') as WaitingInvoice).credit;
+    if (credit) return credit;
+  }
+  return undefined;
+}
+
+/** The customer as the event names them, with the e-mail, name and date an earlier event of theirs gave when this one has no e-mail. */
+async function withKnownEmail(db: Db, program: ProgramContext, provider: BillingProvider, customer: BillingCustomer): Promise<BillingCustomer> {
+  if (customer.email) return customer;
+  const known = await findBillingCustomer(db, program.id, provider.name, customer.id);
+  return known ? { id: customer.id, email: known.email, name: customer.name ?? known.name, since: customer.since ?? (known.since === null ? null : toIso(known.since)) } : customer;
+}
+
+async function referCustomer(db: Tx, program: ProgramContext, provider: BillingProvider, named: BillingCustomer, credit: Credit | undefined): Promise<Outcome> {
+  const customer = await withKnownEmail(db, program, provider, named);
+  credit ??= await creditOfWaitingPayments(db, program, customer.id);
+  if (!credit) {
+    // Kept, so a payment of theirs that names an affiliate but not the e-mail can refer them.
+    if (typeof customer.email === 'string' && customer.email !== '') {
+      const now = program.clock().toISOString();
+      await rememberBillingCustomer(db, { program_id: program.id, provider: provider.name, id: customer.id, email: customer.email.slice(0, 320), name: typeof customer.name === 'string' ? customer.name.slice(0, 200) : null, since: customer.since, seen_at: now });
+    }
+    return ignored(provider.noCredit);
+  }
   if (!customer.email) return ignored('the customer has no e-mail');
   const body = referralBody(customer, credit);
   if ('reason' in body) return ignored(body.reason);
@@ -213,7 +252,7 @@ async function referCustomer(db: Tx, program: ProgramContext, provider: BillingP
     // (customer.created and checkout.session.completed at once): recorded, naming it.
     const existing = existingIdOf(error);
     if (existing !== undefined) return { outcome: 'recorded', reason: 'the customer was already referred', referral_id: String(existing), sale_id: null };
-    if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
+    if (error instanceof ApiError && error.status < 500) return ignored(reasonOf(error));
     throw error;
   }
 }
@@ -230,10 +269,9 @@ async function settleWaitingInvoices(tx: Tx, program: ProgramContext, customerId
   for (const row of await takeWaitingInvoicesOf(tx, program.id, customerId, since, SETTLED_PER_REFERRAL)) {
     const invoice = JSON.parse(row.waiting ?? '{}') as WaitingInvoice;
     const provider = billingProviderNamed(row.provider);
-    const outcome = provider
-      ? await recordPaymentSale(tx, program, provider, referralId, { id: invoice.invoiceId, amount: invoice.amountPaid, amountField: 'amount_paid', currency: program.currency, paidAt: invoice.paidAt })
-      : ignored(`${row.provider} is not a billing provider of this version of Tandem`);
-    await settleBillingEvent(tx, program.id, row.id, outcome);
+    const payment = { id: invoice.invoiceId, amount: invoice.amountPaid, amountField: invoice.amountField ?? 'amount_paid', currency: program.currency, paidAt: invoice.paidAt };
+    const outcome = provider ? await recordPaymentSale(tx, program, provider, referralId, payment) : ignored(`${row.provider} is not a billing provider of this version of Tandem`);
+    await settleBillingEvent(tx, row, outcome);
   }
 }
 
@@ -262,13 +300,13 @@ async function recordPaymentSale(db: Db, program: ProgramContext, provider: Bill
     return { outcome: 'recorded', reason: null, referral_id: referralId, sale_id: sale.id };
   } catch (error) {
     const existing = existingIdOf(error);
-    if (existing !== undefined) return { outcome: 'recorded', reason: 'the invoice was already recorded', referral_id: referralId, sale_id: Number(existing) };
-    if (error instanceof ApiError && error.status < 500) return ignored(error.detail);
+    if (existing !== undefined) return { outcome: 'recorded', reason: 'the payment was already recorded', referral_id: referralId, sale_id: Number(existing) };
+    if (error instanceof ApiError && error.status < 500) return ignored(reasonOf(error));
     throw error;
   }
 }
 
-/** A one-time payment of a customer just referred (a checkout without an invoice): the sale itself. */
+/** A one-time payment of a customer just referred (a checkout that is its own payment): the sale itself. */
 async function sellOneTimePayment(db: Db, program: ProgramContext, provider: BillingProvider, payment: Payment, referralId: string): Promise<Outcome> {
   if ((payment.currency ?? '').toUpperCase() !== program.currency) return ignored(`paid in ${(payment.currency ?? '?').toUpperCase()}, not the program's ${program.currency}`);
   if (payment.reference) await recordPayment(db, program.id, payment.reference, payment.id, program.clock().toISOString());
@@ -314,35 +352,37 @@ async function disputeOutcome(tx: Tx, program: ProgramContext, dispute: Extract<
 }
 
 /** A payment of a customer: their referral's sale, or (a customer not referred yet) waiting up to 24 hours for the referral. */
-async function sellPayment(db: Tx, program: ProgramContext, provider: BillingProvider, { customerId, customer, discount, payment }: Extract<BillingAction, { kind: 'pay' }>): Promise<Outcome> {
+async function sellPayment(db: Tx, program: ProgramContext, provider: BillingProvider, { customerId, customer, referral, discount, payment }: Extract<BillingAction, { kind: 'pay' }>): Promise<Outcome> {
   if (!payment.amount || (payment.amount as number) <= 0) return ignored('nothing was paid');
   const currency = (payment.currency ?? '').toUpperCase();
   if (currency !== program.currency) return ignored(`paid in ${currency || '?'}, not the program's ${program.currency}`);
-  if (!customerId || !customer) return ignored('the invoice names no customer');
-  const waiting: WaitingInvoice = { invoiceId: payment.id, amountPaid: payment.amount, paidAt: payment.paidAt };
+  if (!customerId || !customer) return ignored('the payment names no customer');
   // What the API would refuse of the sale (an amount the program's currency cannot hold, one
   // past its limit) is ignored now, rather than after waiting. The referral is a placeholder.
   const refused = paymentSaleBody(program, provider, '00000000-0000-4000-8000-000000000000', payment);
   if ('reason' in refused) return ignored(refused.reason);
   if (payment.reference) await recordPayment(db, program.id, payment.reference, payment.id, program.clock().toISOString());
   let referralId = await referralIdOfCustomer(db, program, customerId);
+  // A tandem_referral or a discount code on the payment credits its affiliate.
+  const credit = referralId === undefined ? await creditOf(db, program, referral, discount) : undefined;
   if (referralId === undefined) {
-    // A discount code on the payment credits its affiliate: the customer becomes their referral.
-    const byCode = await creditOf(db, program, undefined, discount);
-    if (byCode) {
-      const referred = await referCustomer(db, program, provider, customer, byCode);
-      if (referred.outcome === 'recorded') return recordPaymentSale(db, program, provider, referred.referral_id!, payment);
-    }
     // A provider sends the first payment before the checkout's customer as often as after. Looked
-    // for again under the customer's lock: a referral committed meanwhile is seen, and one
-    // made after this waits for our commit and then finds the invoice (settleWaitingInvoices).
+    // for again under the customer's lock: a referral (or the customer's e-mail) committed
+    // meanwhile is seen, and one made after this waits for our commit and then finds the payment
+    // (settleWaitingInvoices, creditOfWaitingPayments).
     await lockWaitingInvoicesOf(db, program.id, customerId);
     referralId = await referralIdOfCustomer(db, program, customerId);
   }
+  if (referralId === undefined && credit) {
+    // The customer becomes the affiliate's referral now, when the event or an earlier one gave their e-mail.
+    const referred = await referCustomer(db, program, provider, customer, credit);
+    if (referred.outcome === 'recorded') return recordPaymentSale(db, program, provider, referred.referral_id!, payment);
+  }
   if (referralId !== undefined) return recordPaymentSale(db, program, provider, referralId, payment);
   if ((await countWaitingInvoices(db, program.id, WAITING_INVOICES_PER_PROGRAM)) >= WAITING_INVOICES_PER_PROGRAM) {
-    return ignored(`the customer ${customerId} is not referred, and ${WAITING_INVOICES_PER_PROGRAM.toLocaleString('en-US')} invoices of customers not referred yet are already waiting (the most a program keeps): this one is not kept`);
+    return ignored(`the customer ${customerId} is not referred, and ${WAITING_INVOICES_PER_PROGRAM.toLocaleString('en-US')} payments of customers not referred yet are already waiting (the most a program keeps): this one is not kept`);
   }
+  const waiting: WaitingInvoice = { invoiceId: payment.id, amountPaid: payment.amount, paidAt: payment.paidAt, amountField: payment.amountField, ...(credit ? { credit } : {}) };
   return { outcome: 'waiting', reason: `waiting up to 24 hours for the customer ${customerId} to be referred`, referral_id: null, sale_id: null, waiting: JSON.stringify(waiting), customer_id: customerId };
 }
 
@@ -355,19 +395,30 @@ async function referralIdOfCustomer(db: Db, program: ProgramContext, customerId:
   }
 }
 
-/** A refund: the payment's sale (by its id, or by the reference it was paid with) refunded up to the provider's cumulative amount. */
-async function refundPayment(db: Db, program: ProgramContext, provider: BillingProvider, refund: Extract<BillingAction, { kind: 'refund' }>): Promise<Outcome> {
+/** A refund: the payment's sale (by its id, or by the reference it was paid with) refunded up to the provider's cumulative amount, or by a numbered part of it once. */
+async function refundPayment(db: Tx, program: ProgramContext, provider: BillingProvider, refund: Extract<BillingAction, { kind: 'refund' }>): Promise<Outcome> {
   if (refund.currency.toUpperCase() !== program.currency) return ignored(`refunded in ${refund.currency.toUpperCase()}, not the program's ${program.currency}`);
-  let invoiceId = refund.paymentId;
-  if (!invoiceId && refund.reference) invoiceId = await invoiceOfPayment(db, program.id, refund.reference);
-  if (!invoiceId) return ignored(provider.noPaymentRefunded);
+  let paymentId = refund.paymentId;
+  if (!paymentId && refund.reference) paymentId = await invoiceOfPayment(db, program.id, refund.reference);
+  if (!paymentId) return ignored(provider.noPaymentRefunded);
   const refunded = provider.amountToMinor(refund.refundedTotal, program.currency, refund.amountField);
   if ('reason' in refunded) return ignored(refunded.reason);
+  if (refunded.minor === 0) return ignored('nothing was refunded');
+  if (refund.partId !== undefined && !(await claimRefundPart(db, program.id, refund.partId, paymentId, program.clock().toISOString()))) {
+    const saleId = await findSaleIdOfInvoice(db, program, paymentId);
+    return { outcome: 'recorded', reason: `the refund ${refund.partId} was already applied`, referral_id: null, sale_id: saleId ?? null };
+  }
   try {
-    const sale = await refundSale(db, program, { externalInvoiceId: invoiceId }, { upToRefundedMinor: refunded.minor });
+    const sale =
+      refund.partId === undefined
+        ? await refundSale(db, program, { externalInvoiceId: paymentId }, { upToRefundedMinor: refunded.minor })
+        : await refundSale(db, program, { externalInvoiceId: paymentId, amount: fromMinorUnits(refunded.minor, program.currency) });
     return { outcome: 'recorded', reason: null, referral_id: sale.referralId, sale_id: sale.id };
   } catch (error) {
-    if (error instanceof ApiError && error.status < 500) return ignored(error.code === 'not_found' ? `no sale is recorded for the invoice ${invoiceId}` : error.detail);
+    if (error instanceof ApiError && error.status < 500) {
+      if (refund.partId !== undefined) await releaseRefundPart(db, program.id, refund.partId);
+      return ignored(error.code === 'not_found' ? `no sale is recorded for the payment ${paymentId}` : reasonOf(error));
+    }
     throw error;
   }
 }
@@ -418,7 +469,7 @@ export async function recordBillingEvent(db: Db, program: ProgramContext, provid
   const claimed = await inTransaction(db, async (tx) => {
     const row = { program_id: program.id, id: envelope.id, provider: provider.name, type: envelope.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
     if (!(await insertBillingEventOnce(tx, row))) return false;
-    await setBillingEventOutcome(tx, program.id, envelope.id, await apply(tx, program, provider, provider.actionOf(envelope)));
+    await setBillingEventOutcome(tx, { programId: program.id, provider: provider.name, id: envelope.id }, await apply(tx, program, provider, provider.actionOf(envelope)));
     return row.created_at;
   });
   // After the commit, in its own statement: the events of a program's burst never wait on the

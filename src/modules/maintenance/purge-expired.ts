@@ -5,7 +5,7 @@ import { LONGEST_ATTEMPT_WINDOW_MS } from '../throttling/attempt-counter.ts';
 import { purgeClicksBefore } from '../tracking/click.repository.ts';
 import { IDEMPOTENCY_KEPT_MS } from '../../http/idempotency.ts';
 import { purgeMailBefore } from '../mail/mail.repository.ts';
-import { purgeBillingEventsBefore } from '../billing/billing.repository.ts';
+import { purgeBillingCustomersBefore, purgeBillingEventsBefore } from '../billing/billing.repository.ts';
 import { expireWaitingInvoices } from '../billing/billing.service.ts';
 
 /** Sent and given-up e-mail is kept this long (to see what went out), then purged. */
@@ -24,6 +24,7 @@ export interface PurgedCounts {
   /** Stripe invoices that waited 24 hours for their customer's referral, now ignored (not deleted). */
   waitingInvoicesExpired: number;
   billingEvents: number;
+  billingCustomers: number;
 }
 
 /** How long what the purge deletes is kept, where the operator decides. */
@@ -45,6 +46,7 @@ const DEFAULT_RETENTION: Retention = { clickRetentionDays: 30 };
  */
 export async function purgeExpired(db: Db, now: Date, retention: Retention = DEFAULT_RETENTION, deadline = Infinity): Promise<PurgedCounts> {
   const nowIso = now.toISOString();
+  const eventCutoff = new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString();
   const idempotencyCutoff = new Date(now.getTime() - IDEMPOTENCY_KEPT_MS).toISOString();
   return {
     sessions: await inBatches(db, 'sessions', 'id_hash', 'expires_at', nowIso, deadline),
@@ -57,7 +59,9 @@ export async function purgeExpired(db: Db, now: Date, retention: Retention = DEF
     passwordResets: await inBatches(db, 'password_reset_tokens', 'token_hash', 'expires_at', nowIso, deadline),
     waitingInvoicesExpired: (await expireWaitingInvoices(db, now)).expired,
     // Billing events go with the rest of the event history (EVENT_RETENTION_DAYS).
-    billingEvents: await purgeBillingEventsBefore(db, new Date(now.getTime() - (retention.eventRetentionDays ?? 30) * 86_400_000).toISOString(), deadline),
+    billingEvents: await purgeBillingEventsBefore(db, eventCutoff, deadline),
+    // A customer no billing event named within that time is forgotten with them.
+    billingCustomers: await purgeBillingCustomersBefore(db, eventCutoff, deadline),
   };
 }
 

@@ -1,4 +1,4 @@
-import { minorUnitDigits, rescaleMinorUnits, unitsToDecimalText } from '../../../../domain/money.ts';
+import { providerAmountToMinor } from '../../billing-input.ts';
 
 // How Stripe counts an amount (docs.stripe.com/currencies, "Minor units in API amounts"): in a
 // currency's smallest unit by Stripe's own table, which is not ICU's (money.ts, the program's
@@ -28,16 +28,7 @@ export function stripeMinorUnitDigits(currency: string): number {
  * units within the largest amount Tandem holds.
  */
 export function stripeAmountToMinor(amount: unknown, currency: string, field: string): { minor: number } | { reason: string } {
-  const code = currency.toUpperCase();
-  const stripeDigits = stripeMinorUnitDigits(code);
-  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 0) {
-    return { reason: `${field} must be a whole, non-negative number of Stripe's minor units (${JSON.stringify(amount) ?? 'nothing'} is not)` };
-  }
-  const digits = minorUnitDigits(code);
-  const minor = rescaleMinorUnits(amount, stripeDigits, digits);
-  if (minor === null && stripeDigits <= digits) return { reason: `${field} ${amount} is more than Tandem holds` };
-  if (minor === null) {
-    return { reason: `${field} ${amount} is ${unitsToDecimalText(amount, stripeDigits)} ${code} by Stripe's count (${stripeDigits} decimals), which ${code} in Tandem (${digits} decimals) cannot hold exactly` };
-  }
-  return { minor };
+  // Stripe's amounts are JSON numbers: a digit string is no Stripe amount.
+  if (typeof amount === 'string') return { reason: `${field} must be a whole, non-negative number of Stripe's minor units (${JSON.stringify(amount)} is not)` };
+  return providerAmountToMinor(amount, currency, field, { displayName: 'Stripe', digits: stripeMinorUnitDigits(currency) });
 }

@@ -1,0 +1,37 @@
+import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { unique } from './fixtures.ts';
+
+// Billing providers' side of a test, beyond Stripe (stripe-events.ts): events built from the
+// trimmed fixtures (test/billing/fixtures, each named with its source), signed as each
+// provider signs them, posted to a real server's receiver.
+
+/** A fixture of `provider` (its folder under test/billing/fixtures), parsed afresh: the caller may change it. */
+export function fixture(provider: string, name: string): any {
+  return JSON.parse(readFileSync(new URL(`../billing/fixtures/${provider}/${name}.json`, import.meta.url), 'utf8'));
+}
+
+/** A provider-style id: `prefix_` and 26 lowercase letters and digits, unique in this run. */
+export const providerId = (prefix: string) => `${prefix}_${unique('x').toLowerCase().replace(/[^a-z0-9]/g, '').padEnd(26, '0').slice(0, 26)}`;
+
+/** Paddle-Signature for `payload` at `ts` (seconds) under each of `secrets`: one h1 per secret, as Paddle signs during a rotation. */
+export function paddleSignature(payload: string, secrets: string[], ts = Math.floor(Date.now() / 1000)): string {
+  return [`ts=${ts}`, ...secrets.map((secret) => `h1=${createHmac('sha256', secret).update(`${ts}:${payload}`).digest('hex')}`)].join(';');
+}
+
+export interface Posted {
+  status: number;
+  body: any;
+}
+
+/** Posts `payload` (the exact bytes signed) to the program's receiver of `provider` with `headers`. */
+export async function postBillingEvent(baseUrl: string, provider: string, programId: string, payload: string, headers: Record<string, string>): Promise<Posted> {
+  const res = await fetch(`${baseUrl}/api/billing/${provider}/${programId}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
+  return { status: res.status, body: await res.json() };
+}
+
+/** Posts a Paddle event signed with `secret` (null: no Paddle-Signature header). */
+export function postPaddleEvent(baseUrl: string, programId: string, event: object, secret: string | null, signature?: string): Promise<Posted> {
+  const payload = JSON.stringify(event);
+  return postBillingEvent(baseUrl, 'paddle', programId, payload, secret === null ? {} : { 'paddle-signature': signature ?? paddleSignature(payload, [secret]) });
+}
