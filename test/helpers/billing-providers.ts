@@ -35,3 +35,14 @@ export function postPaddleEvent(baseUrl: string, programId: string, event: objec
   const payload = JSON.stringify(event);
   return postBillingEvent(baseUrl, 'paddle', programId, payload, secret === null ? {} : { 'paddle-signature': signature ?? paddleSignature(payload, [secret]) });
 }
+
+/** Lemon Squeezy's X-Signature: hex HMAC-SHA256 of the raw body under the signing secret. */
+export const lemonSqueezySignature = (payload: string, secret: string) => createHmac('sha256', secret).update(payload).digest('hex');
+
+/** Posts a Lemon Squeezy event signed with `secret` (null: no X-Signature header). */
+export function postLemonSqueezyEvent(baseUrl: string, programId: string, event: object, secret: string | null, signature?: string): Promise<Posted> {
+  const payload = JSON.stringify(event);
+  const headers: Record<string, string> = { 'x-event-name': (event as { meta?: { event_name?: string } }).meta?.event_name ?? '' };
+  if (secret !== null) headers['x-signature'] = signature ?? lemonSqueezySignature(payload, secret);
+  return postBillingEvent(baseUrl, 'lemonsqueezy', programId, payload, headers);
+}

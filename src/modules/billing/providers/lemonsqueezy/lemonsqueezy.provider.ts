@@ -1,0 +1,83 @@
+import { ApiError } from '../../../../domain/errors.ts';
+import { hmacSha256Hex, sameSecret } from '../../../../domain/constant-time.ts';
+import { providerAmountToMinor } from '../../billing-input.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
+import { readEnvelope, readPayment, type LemonSqueezyPayment } from './lemonsqueezy-payload.ts';
+
+// Lemon Squeezy (CONTRACT "Billing providers beyond Stripe"; docs.lemonsqueezy.com/help/webhooks),
+// connected by the webhook's signing secret. Its checkout's `checkout[custom][tandem_referral]`
+// comes back in every event's meta.custom_data, and every payment names its customer's e-mail:
+// an order (order_created) or a subscription's renewal (subscription_payment_success; the first
+// payment of a subscription is its order's, so an invoice billed for `initial` is left to it)
+// is the sale, a refund (order_refunded, subscription_payment_refunded) takes back the part of
+// it refunded by the cumulative refunded_amount. Lemon Squeezy numbers no event: the business
+// keys make the id (lemonsqueezy-payload.ts).
+
+/** Lemon Squeezy's signing secret: what the merchant typed, 6 to 40 characters. */
+const LEMONSQUEEZY_SECRET = /^[\x21-\x7e]{6,40}$/;
+const BAD_SIGNATURE = "The X-Signature header is missing, or does not match this program's signing secret.";
+/** Lemon Squeezy counts amounts in cents, and in whole units for the currencies ISO gives no decimals (JPY, KRW…). */
+const ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
+
+/** `X-Signature`: hex HMAC-SHA256 of the raw body under the signing secret, compared in constant time. */
+async function verify({ rawBody, headers }: Delivery, secret: string): Promise<BillingEnvelope> {
+  const signature = headers['x-signature'];
+  if (typeof signature !== 'string' || !sameSecret(hmacSha256Hex(secret, rawBody), signature.trim().toLowerCase())) throw new ApiError('bad_request', BAD_SIGNATURE);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    throw new ApiError('bad_request', 'The event is not JSON.');
+  }
+  const envelope = readEnvelope(parsed);
+  if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
+  return envelope.value;
+}
+
+const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
+
+/** What a payment's refund takes back: the part of its net-of-tax amount the refunded total is of its total. */
+function refundedNetOfTax(payment: LemonSqueezyPayment): number {
+  const refunded = payment.refundedAmount ?? (payment.status === 'refunded' ? payment.total : 0);
+  const net = payment.total - payment.tax;
+  return payment.total === 0 ? 0 : Math.min(net, Math.round((Math.min(refunded, payment.total) * net) / payment.total));
+}
+
+function payAction(payment: LemonSqueezyPayment): BillingAction {
+  return {
+    kind: 'pay',
+    customerId: payment.customerId,
+    customer: payment.customerId === undefined ? undefined : { id: payment.customerId, email: payment.email, name: payment.name, since: payment.createdAt },
+    referral: payment.referral,
+    discount: null,
+    payment: { id: payment.id, amount: payment.total - payment.tax, amountField: 'data.attributes (total − tax)', currency: payment.currency, paidAt: payment.createdAt },
+  };
+}
+
+function actionOf({ type, event }: BillingEnvelope): BillingAction {
+  if (!['order_created', 'subscription_payment_success', 'order_refunded', 'subscription_payment_refunded'].includes(type)) return ignore(`${type} is not an event Tandem uses`);
+  const read = readPayment(event);
+  if ('reason' in read) return ignore(read.reason);
+  const payment = read.value;
+  switch (type) {
+    case 'order_created':
+      return payment.status === 'paid' ? payAction(payment) : ignore(`the order is ${payment.status}, not paid`);
+    case 'subscription_payment_success':
+      if (payment.billingReason === 'initial') return ignore("a subscription's first payment is its order's (order_created)");
+      return payment.status === 'paid' ? payAction(payment) : ignore(`the invoice is ${payment.status}, not paid`);
+    default:
+      return { kind: 'refund', paymentId: payment.id, reference: undefined, refundedTotal: refundedNetOfTax(payment), amountField: 'data.attributes.refunded_amount (net of tax)', currency: payment.currency };
+  }
+}
+
+export const lemonSqueezyProvider: BillingProvider = {
+  name: 'lemonsqueezy',
+  displayName: 'Lemon Squeezy',
+  notConnected: 'Lemon Squeezy is not connected to this program: save its webhook signing secret first.',
+  secret: { pattern: LEMONSQUEEZY_SECRET, words: 'must be the signing secret of your Lemon Squeezy webhook: 6 to 40 characters, no spaces' },
+  verify,
+  actionOf,
+  amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Lemon Squeezy', digits: ZERO_DECIMAL.has(currency.toUpperCase()) ? 0 : 2 }),
+  noCredit: 'no tandem_referral in meta.custom_data names an affiliate',
+  noPaymentRefunded: 'no recorded order or invoice matches the refund',
+};
