@@ -155,7 +155,7 @@ describe('Lemon Squeezy webhooks', () => {
     assert.equal((await api.get('/sales')).body.length, 1);
     const eur = payment('order_created', { referral: affiliate.link, currency: 'EUR' });
     await postLemonSqueezyEvent(t.url, programId, eur, secret);
-    assert.deepEqual([(await listed(api))[0].outcome, (await listed(api))[0].reason], ['ignored', "paid in EUR, not the program's USD"]);
+    assert.deepEqual((await listed(api)).filter((e) => e.outcome === 'ignored').map((e) => e.reason), ["paid in EUR, not the program's USD"]);
   });
 
   it("bad and missing signatures, another program's secret, a secret of the wrong shape: refused, nothing recorded", async () => {

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Webhook } from 'standardwebhooks';
 import { unique } from './fixtures.ts';
 
 // Billing providers' side of a test, beyond Stripe (stripe-events.ts): events built from the
@@ -45,4 +46,16 @@ export function postLemonSqueezyEvent(baseUrl: string, programId: string, event:
   const headers: Record<string, string> = { 'x-event-name': (event as { meta?: { event_name?: string } }).meta?.event_name ?? '' };
   if (secret !== null) headers['x-signature'] = signature ?? lemonSqueezySignature(payload, secret);
   return postBillingEvent(baseUrl, 'lemonsqueezy', programId, payload, headers);
+}
+
+/** Polar's Standard Webhooks headers for `payload`, signed as Polar signs (the key is the secret's own bytes), at `at`. */
+export function polarHeaders(payload: string, secret: string, id = `msg_${unique('p').replace(/[^A-Za-z0-9]/g, '')}`, at = new Date()): Record<string, string> {
+  const signature = new Webhook(Buffer.from(secret, 'utf8').toString('base64')).sign(id, at, payload);
+  return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature };
+}
+
+/** Posts a Polar event with `headers` (default: signed now with `secret`, under a new webhook-id). */
+export function postPolarEvent(baseUrl: string, programId: string, event: object, secret: string, headers?: Record<string, string>): Promise<Posted> {
+  const payload = JSON.stringify(event);
+  return postBillingEvent(baseUrl, 'polar', programId, payload, headers ?? polarHeaders(payload, secret));
 }

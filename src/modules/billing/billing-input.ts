@@ -126,3 +126,11 @@ const SERVICE_FIELDS: Record<string, string> = { ...REFERRAL_FIELDS, ...SALE_FIE
 export function reasonOf(error: ApiError): string {
   return error.errors?.length ? wordsOf(error.errors, (pointer) => SERVICE_FIELDS[pointer] ?? pathOf(pointer)) : error.detail;
 }
+
+/**
+ * The currencies most card processors count in whole units (ISO 4217 gives them no minor unit,
+ * or none in use): Lemon Squeezy, Polar and Chargebee count these so, and every other currency
+ * in hundredths. Stripe and Paddle keep their own tables (their folders).
+ */
+const ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
+export const cardProcessorDigits = (currency: string) => (ZERO_DECIMAL.has(currency.toUpperCase()) ? 0 : 2);

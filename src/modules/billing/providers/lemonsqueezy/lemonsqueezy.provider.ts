@@ -1,6 +1,6 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { hmacSha256Hex, sameSecret } from '../../../../domain/constant-time.ts';
-import { providerAmountToMinor } from '../../billing-input.ts';
+import { cardProcessorDigits, providerAmountToMinor } from '../../billing-input.ts';
 import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readEnvelope, readPayment, type LemonSqueezyPayment } from './lemonsqueezy-payload.ts';
 
@@ -16,8 +16,6 @@ import { readEnvelope, readPayment, type LemonSqueezyPayment } from './lemonsque
 /** Lemon Squeezy's signing secret: what the merchant typed, 6 to 40 characters. */
 const LEMONSQUEEZY_SECRET = /^[\x21-\x7e]{6,40}$/;
 const BAD_SIGNATURE = "The X-Signature header is missing, or does not match this program's signing secret.";
-/** Lemon Squeezy counts amounts in cents, and in whole units for the currencies ISO gives no decimals (JPY, KRW…). */
-const ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
 
 /** `X-Signature`: hex HMAC-SHA256 of the raw body under the signing secret, compared in constant time. */
 async function verify({ rawBody, headers }: Delivery, secret: string): Promise<BillingEnvelope> {
@@ -77,7 +75,7 @@ export const lemonSqueezyProvider: BillingProvider = {
   secret: { pattern: LEMONSQUEEZY_SECRET, words: 'must be the signing secret of your Lemon Squeezy webhook: 6 to 40 characters, no spaces' },
   verify,
   actionOf,
-  amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Lemon Squeezy', digits: ZERO_DECIMAL.has(currency.toUpperCase()) ? 0 : 2 }),
+  amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Lemon Squeezy', digits: cardProcessorDigits(currency) }),
   noCredit: 'no tandem_referral in meta.custom_data names an affiliate',
   noPaymentRefunded: 'no recorded order or invoice matches the refund',
 };
