@@ -59,3 +59,11 @@ export function postPolarEvent(baseUrl: string, programId: string, event: object
   const payload = JSON.stringify(event);
   return postBillingEvent(baseUrl, 'polar', programId, payload, headers ?? polarHeaders(payload, secret));
 }
+
+/** Chargebee's webhook basic authentication for `userAndPassword`, as the Authorization header it sends. */
+export const chargebeeAuthorization = (userAndPassword: string) => `Basic ${Buffer.from(userAndPassword, 'utf8').toString('base64')}`;
+
+/** Posts a Chargebee event with the credentials `userAndPassword` (null: none). */
+export function postChargebeeEvent(baseUrl: string, programId: string, event: object, userAndPassword: string | null): Promise<Posted> {
+  return postBillingEvent(baseUrl, 'chargebee', programId, JSON.stringify(event), userAndPassword === null ? {} : { authorization: chargebeeAuthorization(userAndPassword) });
+}
