@@ -61,7 +61,7 @@ it('ticks each step as it happens, then goes away', async () => {
   assert.equal(progress(page), '5');
   assert.ok(isDone(page, 'Add the tracking tag'));
 
-  const stripe = await merchant.submit(`${program.base}/settings`, `${program.base}/settings/stripe`, { stripeWebhookSecret: 'whsec_0123456789abcdefghijklmnopqrstuv' });
+  const stripe = await merchant.submit(`${program.base}/settings`, `${program.base}/settings/billing/stripe`, { secret: 'whsec_0123456789abcdefghijklmnopqrstuv' });
   assert.ok(stripe.status === 303, `stripe: ${stripe.status} ${stripe.text.slice(0, 300)}`);
   page = await merchant.page(program.base);
   assert.equal(progress(page), undefined, 'all done: the checklist is gone');

@@ -75,11 +75,27 @@ export interface Delivery {
   headers: Record<string, string | string[] | undefined>;
 }
 
+/** How a merchant connects the provider, in words for the dashboard's Billing section (docs/billing.md says it at length). */
+export interface BillingSetup {
+  /** Where in the provider's dashboard a webhook is added. */
+  where: string;
+  /** The events to select, as the provider names them. */
+  events: readonly string[];
+  /** What the provider calls the secret, and how it looks. */
+  secretName: string;
+  secretHint: string;
+  /** How the checkout carries window.tandem.referral to the provider. */
+  carrier: string;
+  /** How to send a test event. */
+  test: string;
+}
+
 export interface BillingProvider {
   /** The path segment and the billing events' `provider`. */
   name: string;
   /** For people: "Stripe". */
   displayName: string;
+  setup: BillingSetup;
   /** Refused before anything is read (a 400, nothing recorded) when the program has no secret saved. */
   notConnected: string;
   /** The secret a program connects with, as the provider issues it, and the words that say so when another is given. */

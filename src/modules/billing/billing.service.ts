@@ -478,8 +478,8 @@ export async function recordBillingEvent(db: Db, program: ProgramContext, provid
   return { received: true, duplicate: !claimed };
 }
 
-/** The Stripe section of the dashboard: whether a secret is saved, and the newest events. */
-export async function getStripeStatus(db: Db, program: ProgramContext, shown: number): Promise<{ connected: boolean; events: BillingEvent[] }> {
-  const [connection, events] = await Promise.all([findBillingConnection(db, program.id, 'stripe', 'live'), getBillingEventPage(db, program, { limit: shown })]);
-  return { connected: connection !== undefined, events: events.items };
+/** The dashboard's Billing section: the program's connections, and its newest events of every provider. */
+export async function getBillingStatus(db: Db, program: ProgramContext, shown: number): Promise<{ connections: BillingConnection[]; events: BillingEvent[] }> {
+  const [connections, events] = await Promise.all([getBillingConnections(db, program.id), getBillingEventPage(db, program, { limit: shown })]);
+  return { connections, events: events.items };
 }

@@ -2,7 +2,7 @@ import type { Db } from '../../db/transaction.ts';
 import type { ProgramContext } from '../../domain/program-context.ts';
 import { listProgramTokens } from '../tokens/token.service.ts';
 import { getLinkPage } from '../affiliates/link.service.ts';
-import { getStripeStatus } from '../billing/billing.service.ts';
+import { getBillingConnections } from '../billing/billing.service.ts';
 import type { ProgramTotals } from './overview.service.ts';
 
 // The overview's "Get started" checklist (issue 21 item 8): each step is ticked by what the
@@ -16,17 +16,17 @@ export interface StartChecklist {
   hasAffiliate: boolean;
   hasSale: boolean;
   hasClick: boolean;
-  /** An automation tool connected (a connect token) or Stripe's signing secret set. */
+  /** An automation tool connected (a connect token) or a billing provider's secret saved. */
   connected: boolean;
 }
 
 export async function getStartChecklist(db: Db, program: ProgramContext, totals: ProgramTotals): Promise<StartChecklist> {
-  const [keys, apps, links, stripe] = await Promise.all([
+  const [keys, apps, links, billing] = await Promise.all([
     // The newest 21 keys (as this checklist has always looked) are enough to find a live one.
     listProgramTokens(db, program.id, 'api_key', { limit: 21 }),
     listProgramTokens(db, program.id, 'connect', { limit: 1 }),
     getLinkPage(db, program, {}, { limit: 1 }),
-    getStripeStatus(db, program, 1),
+    getBillingConnections(db, program.id),
   ]);
   const liveKey = keys.items.find((k) => k.revokedAt === null);
   return {
@@ -35,6 +35,6 @@ export async function getStartChecklist(db: Db, program: ProgramContext, totals:
     hasAffiliate: totals.affiliates > 0,
     hasSale: totals.sales.count > 0,
     hasClick: totals.clicks > 0,
-    connected: apps.items.length > 0 || stripe.connected,
+    connected: apps.items.length > 0 || billing.length > 0,
   };
 }

@@ -30,7 +30,7 @@ export function renderChecklist(state: StartChecklist, base: string, siteUrl: st
         <button type="button" class="secondary small" data-copy="checklist-curl" hidden>Copy command</button> <span id="checklist-curl-status" role="status"></span>`,
     },
     { done: state.hasClick, title: 'Add the tracking tag', body: html`<a href="${base}/settings#tracking">Put the tracking script on your site</a>; this ticks when the first click on an affiliate link arrives.` },
-    { done: state.connected, title: 'Connect an automation tool or Stripe', body: html`<a href="${base}/apps">Connect Zapier, n8n or Make</a>, or <a href="${base}/settings#stripe">let Stripe record sales and refunds</a>.` },
+    { done: state.connected, title: 'Connect an automation tool or your billing', body: html`<a href="${base}/apps">Connect Zapier, n8n or Make</a>, or <a href="${base}/settings#billing">let Stripe, Paddle, Lemon Squeezy, Polar or Chargebee record sales and refunds</a>.` },
   ];
   const done = steps.filter((s) => s.done).length;
   if (done === steps.length) return '';

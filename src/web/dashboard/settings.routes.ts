@@ -3,7 +3,9 @@ import type { AppServices } from '../../app-services.ts';
 import { addIntegration, listIntegrations, removeIntegration } from '../../modules/integrations/integration.service.ts';
 import { updateProgram, type ProgramInput } from '../../modules/programs/program.service.ts';
 import { isOperator } from '../../modules/users/user.service.ts';
-import { connectStripe, getStripeStatus } from '../../modules/billing/billing.service.ts';
+import { connectBilling, disconnectBilling, getBillingStatus } from '../../modules/billing/billing.service.ts';
+import { billingProviderNamed } from '../../modules/billing/providers/index.ts';
+import { notFound } from '../../domain/errors.ts';
 import { lastCountedClick } from '../../modules/tracking/click.service.ts';
 import { html } from '../html.ts';
 import { renderPage } from '../layout.ts';
@@ -20,7 +22,8 @@ const DONE = {
   saved: 'Program saved.',
   'plan-saved': 'Commission plan saved. It applies to sales recorded from now on; recorded sales keep their commission.',
   'portal-saved': 'Portal saved.',
-  'stripe-saved': 'Stripe signing secret saved. Stripe events now record referrals and sales.',
+  'billing-saved': 'Secret saved. The provider’s events now record referrals, sales and refunds; the next one is listed below.',
+  'billing-disconnected': 'Disconnected. The provider’s events are refused from now on; what they recorded stays.',
   'integration-added': 'Integration added. Its users can now connect it to their programs.',
   'integration-removed': 'Integration removed. Tokens it already issued keep working until revoked under Connected apps.',
 };
@@ -65,9 +68,9 @@ async function settingsPageOf({ db, config }: AppServices, request: FastifyReque
   const { program, context, base } = currentProgram(request);
   const operator = await isOperator(db, currentUser(request).id);
   const integrations = await listIntegrations(db);
-  const stripe = await getStripeStatus(db, context, 10);
+  const billing = await getBillingStatus(db, context, 10);
   const lastClick = await lastCountedClick(db, program.id);
-  const body = settingsBody({ base, session: request.session!, siteUrl: config.siteUrl, clickRetentionDays: config.clickRetentionDays, program, operator, integrations, stripe, lastClick, failed });
+  const body = settingsBody({ base, session: request.session!, siteUrl: config.siteUrl, clickRetentionDays: config.clickRetentionDays, program, operator, integrations, billing, lastClick, failed });
   return sendPage(db, request, reply, {
     title: 'Settings',
     active: 'settings',
@@ -114,15 +117,30 @@ export const settingsRoutes: FastifyPluginAsync<AppServices> = async (app, servi
     }
   });
 
-  app.post('/settings/stripe', async (request, reply) => {
+  /** A provider of the path, or a 404: the dashboard's forms only post the ones there are. */
+  const providerOfPath = (request: FastifyRequest) => {
+    const provider = billingProviderNamed((request.params as { provider: string }).provider);
+    if (!provider) throw notFound('Billing provider');
+    return provider;
+  };
+
+  app.post('/settings/billing/:provider', async (request, reply) => {
     const { program, base } = currentProgram(request);
+    const provider = providerOfPath(request);
     const form = readForm(request);
     try {
-      await connectStripe(db, program.id, (form.stripeWebhookSecret ?? '').trim(), clock().toISOString());
-      return redirectDone(reply, `${base}/settings#stripe`, 'stripe-saved');
+      await connectBilling(db, program.id, provider, (form.secret ?? '').trim(), clock().toISOString());
+      return redirectDone(reply, `${base}/settings#billing-${provider.name}`, 'billing-saved');
     } catch (error) {
-      return settingsPageOf(services, request, reply, { section: 'stripe', values: {}, errors: formErrorsOf(error) });
+      return settingsPageOf(services, request, reply, { section: 'billing', values: { provider: provider.name }, errors: formErrorsOf(error) });
     }
+  });
+
+  app.post('/settings/billing/:provider/disconnect', async (request, reply) => {
+    const { program, base } = currentProgram(request);
+    const provider = providerOfPath(request);
+    await disconnectBilling(db, program.id, provider);
+    return redirectDone(reply, `${base}/settings#billing`, 'billing-disconnected');
   });
 
   /** Instance-wide changes are the operator's: anyone else gets a 403 and nothing changes. */

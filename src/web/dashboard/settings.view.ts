@@ -1,4 +1,6 @@
-import type { BillingEvent } from '../../modules/billing/billing.service.ts';
+import type { BillingConnection, BillingEvent } from '../../modules/billing/billing.service.ts';
+import { BILLING_PROVIDERS } from '../../modules/billing/providers/index.ts';
+import type { BillingProvider } from '../../modules/billing/billing-provider.ts';
 import type { Integration } from '../../modules/integrations/integration.service.ts';
 import { MAX_HOLD_DAYS, type Program } from '../../modules/programs/program.service.ts';
 import type { lastCountedClick } from '../../modules/tracking/click.service.ts';
@@ -10,13 +12,10 @@ import { checkboxField, noErrors, selectField, textareaField, textField, type Fo
 import { programFields, programFormValues } from './programs.view.ts';
 
 // The settings page as a pure function of what it shows: the program's fields, its commission
-// plan, its affiliate portal, Stripe, the tracking script and the instance's integrations.
+// plan, its affiliate portal, its billing providers, the tracking script and the instance's integrations.
 // Each section is a form of its own; the one that failed shows what was posted and its errors.
 
-export type SettingsSection = 'program' | 'plan' | 'portal' | 'stripe' | 'integration';
-
-/** The Stripe events the webhook endpoint should send (what Tandem reads today). */
-const STRIPE_EVENTS = ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid', 'invoice_payment.paid', 'charge.refunded', 'charge.dispute.created', 'charge.dispute.closed'];
+export type SettingsSection = 'program' | 'plan' | 'portal' | 'billing' | 'integration';
 
 export interface SettingsView {
   base: string;
@@ -27,7 +26,7 @@ export interface SettingsView {
   /** Whether the user is the instance's operator (who alone changes integrations). */
   operator: boolean;
   integrations: Integration[];
-  stripe: { connected: boolean; events: BillingEvent[] };
+  billing: { connections: BillingConnection[]; events: BillingEvent[] };
   lastClick: Awaited<ReturnType<typeof lastCountedClick>>;
   /** The section whose form failed, with what was posted and its errors. */
   failed?: { section: SettingsSection; values: FormValues; errors: FormErrors };
@@ -121,27 +120,47 @@ function portalSection(v: SettingsView): SafeHtml {
       </section>`;
 }
 
-function stripeSection(v: SettingsView): SafeHtml {
-  const { base, program, stripe } = v;
-  const stripeErrors = v.failed?.section === 'stripe' ? v.failed.errors : noErrors;
-  const stripeUrl = `${v.siteUrl}/api/billing/stripe/${program.id}`;
-  return html`<section class="card" aria-labelledby="stripe">
-        <h2 id="stripe">Stripe</h2>
-        <p>Let Stripe record referrals and sales on its own: in Stripe's dashboard, <strong>Developers → Webhooks → Add endpoint</strong>,
-        paste <code>${stripeUrl}</code>, select the events ${STRIPE_EVENTS.map((e, i) => html`${i ? ', ' : ''}<code>${e}</code>`)}, then copy the endpoint's signing secret here.
-        Pass <code>window.tandem.referral</code> to Checkout as <code>client_reference_id</code> (see docs/stripe.md).</p>
-        ${stripeErrors.message ? html`<p class="error" role="alert">${stripeErrors.message}</p>` : ''}
-        <form method="post" action="${base}/settings/stripe" novalidate>
+/** One provider's card: where to add the webhook, the URL, the events, the secret, its state; open when connected or when its form failed. */
+function billingProviderCard(v: SettingsView, provider: BillingProvider): SafeHtml {
+  const { base, program, billing } = v;
+  const connection = billing.connections.find((c) => c.provider === provider.name && c.mode === 'live');
+  const failed = v.failed?.section === 'billing' && v.failed.values.provider === provider.name;
+  const errors = failed ? v.failed!.errors : noErrors;
+  const url = `${v.siteUrl}/api/billing/${provider.name}/${program.id}`;
+  const { setup } = provider;
+  const state = connection
+    ? html`Connected since ${formatTime(connection.connectedAt)} · ${connection.lastEventAt ? html`last event received ${formatTime(connection.lastEventAt)}` : 'no event received yet'}`
+    : 'Not connected';
+  return html`<details class="billing-provider" id="billing-${provider.name}"${connection || failed ? ' open' : ''}>
+        <summary><strong>${provider.displayName}</strong> <span class="muted" data-stat="billing-${provider.name}">${state}</span></summary>
+        <ol>
+          <li>In ${provider.displayName}: <strong>${setup.where}</strong>. Paste <code>${url}</code></li>
+          <li>Select the events ${setup.events.map((e, i) => html`${i ? ', ' : ''}<code>${e}</code>`)}.</li>
+          <li>Copy its ${setup.secretName} here (${setup.secretHint}).</li>
+          <li>${setup.carrier}</li>
+        </ol>
+        ${errors.message ? html`<p class="error" role="alert">${errors.message}</p>` : ''}
+        <form method="post" action="${base}/settings/billing/${provider.name}" novalidate>
           ${csrfField(v.session)}
-          ${textField({ label: stripe.connected ? 'Replace the signing secret' : 'Signing secret', name: 'stripeWebhookSecret', type: 'password', autocomplete: 'off', help: stripe.connected ? 'A secret is saved (encrypted; it is never shown again).' : 'whsec_… from the Stripe endpoint.' }, stripeErrors)}
-          <div class="actions"><button type="submit">Save secret</button></div>
+          ${textField({ label: connection ? `Replace the ${setup.secretName}` : `${provider.displayName} ${setup.secretName}`, id: `f-${provider.name}-secret`, name: 'secret', type: 'password', autocomplete: 'off', help: connection ? 'A secret is saved (encrypted; it is never shown again).' : setup.secretHint }, errors)}
+          <div class="actions"><button type="submit">Save and connect</button></div>
         </form>
-        <p data-stat="stripe-last">${stripe.events[0] ? html`Last event received: <code>${stripe.events[0].type}</code> ${formatTime(stripe.events[0].receivedAt)}, ${stripe.events[0].outcome}.` : stripe.connected ? 'No event received yet.' : 'Not connected.'}</p>
-        ${stripe.events.length > 0
-          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Stripe events"><table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Outcome</th><th scope="col">Why</th></tr></thead>
-              <tbody>${stripe.events.map((e) => html`<tr><td>${formatTime(e.receivedAt)}</td><td><code>${e.type}</code><br><span class="muted">${e.id}</span></td><td>${e.outcome}</td><td>${e.reason ?? '—'}</td></tr>`)}</tbody></table></div>
+        <p class="muted">Send a test: ${setup.test}</p>
+        ${connection ? postButton(v.session, `${base}/settings/billing/${provider.name}/disconnect`, `Disconnect ${provider.displayName}`, { confirm: `Disconnect ${provider.displayName}? Its events are refused from then on.` }) : ''}
+      </details>`;
+}
+
+function billingSection(v: SettingsView): SafeHtml {
+  const { events } = v.billing;
+  return html`<section class="card" aria-labelledby="billing">
+        <h2 id="billing">Billing</h2>
+        <p>Let your billing provider record referrals, sales and refunds on its own: add a webhook there that posts to this program's address, and save its secret here. One step per provider; each event is checked, recorded once, and listed below with what came of it.</p>
+        ${BILLING_PROVIDERS.map((provider) => billingProviderCard(v, provider))}
+        ${events.length > 0
+          ? html`<div class="table-wrap" tabindex="0" role="region" aria-label="Billing events"><table><thead><tr><th scope="col">Received</th><th scope="col">Provider</th><th scope="col">Event</th><th scope="col">Outcome</th><th scope="col">Why</th></tr></thead>
+              <tbody>${events.map((e) => html`<tr><td>${formatTime(e.receivedAt)}</td><td>${BILLING_PROVIDERS.find((p) => p.name === e.provider)?.displayName ?? e.provider}</td><td><code>${e.type}</code><br><span class="muted">${e.id}</span></td><td>${e.outcome}</td><td>${e.reason ?? '—'}</td></tr>`)}</tbody></table></div>
             <p class="muted">Every event: <code>GET /api/v1/billing-events</code>.</p>`
-          : ''}
+          : html`<p class="muted" data-stat="billing-events">No billing event received yet.</p>`}
       </section>`;
 }
 
@@ -224,7 +243,7 @@ export function settingsBody(v: SettingsView): SafeHtml {
 
       ${portalSection(v)}
 
-      ${stripeSection(v)}
+      ${billingSection(v)}
 
       ${trackingSection(v)}
 

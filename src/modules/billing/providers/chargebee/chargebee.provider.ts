@@ -73,6 +73,14 @@ function actionOf({ type, event }: BillingEnvelope): BillingAction {
 export const chargebeeProvider: BillingProvider = {
   name: 'chargebee',
   displayName: 'Chargebee',
+  setup: {
+    where: 'Settings → Configure Chargebee → Webhooks → Add Webhook, with “Protect webhook URL with basic authentication” on',
+    events: ['customer_created', 'customer_changed', 'payment_succeeded', 'payment_refunded'],
+    secretName: 'user name and password',
+    secretHint: 'as user:password, exactly as typed in the webhook',
+    carrier: 'Add a customer custom field tandem_referral (API name cf_tandem_referral) filled from window.tandem.referral, or set meta_data.tandem_referral on the customer.',
+    test: 'The webhook’s Test Webhook button sends a sample event; it is listed below with what Tandem did.',
+  },
   notConnected: "Chargebee is not connected to this program: save its webhook's user name and password first.",
   secret: { pattern: CHARGEBEE_SECRET, words: "must be the webhook's basic authentication as user:password (a password of 8 characters or more, no spaces)" },
   verify,

@@ -71,6 +71,14 @@ function actionOf({ type, event }: BillingEnvelope): BillingAction {
 export const lemonSqueezyProvider: BillingProvider = {
   name: 'lemonsqueezy',
   displayName: 'Lemon Squeezy',
+  setup: {
+    where: 'Settings → Webhooks → + (add a webhook)',
+    events: ['order_created', 'order_refunded', 'subscription_payment_success', 'subscription_payment_refunded'],
+    secretName: 'signing secret',
+    secretHint: 'the 6 to 40 characters you typed as the webhook’s signing secret',
+    carrier: 'Add checkout[custom][tandem_referral]=… (window.tandem.referral) to the checkout link, or checkout_data.custom.tandem_referral when you create a checkout.',
+    test: 'A webhook’s page in Lemon Squeezy lists its recent deliveries and resends one; each is listed below with what Tandem did.',
+  },
   notConnected: 'Lemon Squeezy is not connected to this program: save its webhook signing secret first.',
   secret: { pattern: LEMONSQUEEZY_SECRET, words: 'must be the signing secret of your Lemon Squeezy webhook: 6 to 40 characters, no spaces' },
   verify,

@@ -101,6 +101,14 @@ function actionOf({ type, event }: BillingEnvelope): BillingAction {
 export const paddleProvider: BillingProvider = {
   name: 'paddle',
   displayName: 'Paddle',
+  setup: {
+    where: 'Developer tools → Notifications → New destination (type: URL)',
+    events: ['customer.created', 'customer.updated', 'transaction.completed', 'adjustment.created', 'adjustment.updated'],
+    secretName: 'secret key',
+    secretHint: 'pdl_ntfset_… on the destination (Edit destination)',
+    carrier: 'Pass window.tandem.referral to Paddle.js as customData: { tandem_referral } when you open the checkout.',
+    test: 'Developer tools → Simulations sends a signed event of a type you choose to this destination; it is listed below.',
+  },
   notConnected: 'Paddle is not connected to this program: save its notification destination secret key first.',
   secret: { pattern: PADDLE_SECRET, words: 'must be a Paddle notification secret key (pdl_ntfset_…)' },
   verify,

@@ -90,6 +90,14 @@ function actionOf({ type, event }: BillingEnvelope): BillingAction {
 export const polarProvider: BillingProvider = {
   name: 'polar',
   displayName: 'Polar',
+  setup: {
+    where: 'Settings → Webhooks → Add Endpoint (format: Raw)',
+    events: ['order.paid', 'order.refunded', 'customer.created', 'customer.updated'],
+    secretName: 'webhook secret',
+    secretHint: 'the secret Polar shows for the endpoint',
+    carrier: 'Pass window.tandem.referral as metadata: { tandem_referral } when you create the checkout (or on the customer).',
+    test: 'An endpoint’s deliveries in Polar can be redelivered; each is listed below with what Tandem did.',
+  },
   notConnected: 'Polar is not connected to this program: save its webhook secret first.',
   secret: { pattern: POLAR_SECRET, words: 'must be the secret of your Polar webhook endpoint (polar_whs_…)' },
   verify,

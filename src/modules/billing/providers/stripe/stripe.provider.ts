@@ -103,6 +103,14 @@ async function verify({ rawBody, headers }: Delivery, secret: string): Promise<B
 export const stripeProvider: BillingProvider = {
   name: 'stripe',
   displayName: 'Stripe',
+  setup: {
+    where: 'Developers → Webhooks → Add destination (or Add endpoint), Webhook endpoint',
+    events: ['checkout.session.completed', 'customer.created', 'customer.updated', 'invoice.paid', 'invoice_payment.paid', 'charge.refunded', 'charge.dispute.created', 'charge.dispute.closed'],
+    secretName: 'signing secret',
+    secretHint: 'whsec_… on the endpoint’s page',
+    carrier: 'Pass window.tandem.referral to Checkout as client_reference_id (the tracking tag does it for Payment Links and pricing tables), or as metadata.tandem_referral on the customer.',
+    test: 'stripe listen --forward-to this URL (Stripe CLI) forwards events signed with the secret it prints: save that one while you try it; each event is listed below with what Tandem did.',
+  },
   notConnected: 'Stripe is not connected to this program: save its webhook signing secret first.',
   secret: { pattern: STRIPE_SECRET, words: 'must be a Stripe webhook signing secret (whsec_…)' },
   verify,
