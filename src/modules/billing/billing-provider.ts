@@ -88,6 +88,9 @@ export interface BillingSetup {
   carrier: string;
   /** How to send a test event. */
   test: string;
+  /** For the OpenAPI reference: the headers that carry the credential (name → what it holds), and an event as the provider sends it. */
+  headers: Readonly<Record<string, string>>;
+  example: Readonly<Record<string, unknown>>;
 }
 
 export interface BillingProvider {

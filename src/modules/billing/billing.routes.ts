@@ -14,7 +14,7 @@ import { BILLING_PROVIDERS } from './providers/index.ts';
 
 export const BillingEventSchema = Type.Object(
   {
-    id: Type.String({ description: "the provider's event id (evt_…)" }),
+    id: Type.String({ description: "the provider's event id (Stripe and Paddle evt_…, Polar's webhook-id, Chargebee ev_…; Lemon Squeezy numbers none: its event, resource and refunded total)" }),
     provider: Type.String({ enum: BILLING_PROVIDERS.map((provider) => provider.name) }),
     type: Type.String(),
     receivedAt: DateTime,
@@ -34,7 +34,7 @@ export const billingEventRoutes: FastifyPluginAsyncTypebox<AppServices> = async 
       schema: {
         tags: ['Billing'],
         summary: 'List billing events',
-        description: 'Every verified event received from Stripe, newest first, with its outcome (`recorded`, `waiting`, `ignored`), the reason, and the referral or sale it made.',
+        description: 'Every verified event received from a billing provider (Stripe, Paddle, Lemon Squeezy, Polar, Chargebee), newest first, with its provider, its outcome (`recorded`, `waiting`, `ignored`), the reason in words, and the referral or sale it made or matched.',
         querystring: Type.Object({ ...ListQuery }),
         response: { 200: Type.Array(BillingEventSchema), ...errorResponses() },
       },
@@ -47,48 +47,32 @@ export const billingEventRoutes: FastifyPluginAsyncTypebox<AppServices> = async 
 };
 
 /**
- * The reference of Stripe's endpoint (docs only: the route reads the raw body for the signature,
- * so a body schema would break it).
+ * The reference of a provider's receiver (docs only: the route reads the raw body for the
+ * signature, so a body schema would break it), from what its module says of its wire.
  */
-const STRIPE_WEBHOOK_DOCS = {
-  tags: ['Billing'],
-  summary: "Receive a Stripe event (Stripe's webhook endpoint)",
-  description:
-    "Where a Stripe webhook endpoint of the program posts its events (docs/stripe.md). No bearer token: the `Stripe-Signature` header, checked against the program's signing secret with a 5-minute tolerance, is the credential. Checkout sessions and customers with a referral become referrals, paid invoices sales, refunds refunds. Every value it stores goes through the API's input rules: a customer's name is cleaned, anything else refused ignores the event with the reason (docs/stripe.md). An event id is processed once: a redelivery answers 200 with `duplicate: true` and records nothing.",
-  params: Type.Object({ programId: Uuid }),
-  headers: Type.Object({ 'stripe-signature': Type.String({ description: 'Stripe\'s signature of the raw body (`t=…,v1=…`)' }) }),
-  body: Type.Object(
-    { id: Type.String({ description: 'evt_…' }), type: Type.String(), data: Type.Object({ object: Type.Object({}) }) },
-    {
-      description: 'A Stripe event, exactly as Stripe sends it (the signature covers the raw bytes).',
-      examples: [
-        {
-          id: 'evt_1QxLm2Ab3cD4eF5gH6iJ7kL8',
-          object: 'event',
-          api_version: '2025-03-31.basil',
-          created: 1764062402,
-          type: 'invoice.paid',
-          data: { object: { id: 'in_1QxLm2Ab3cD4eF5g', object: 'invoice', customer: 'cus_RkT9wQ2mZ8aB1c', currency: 'usd', amount_paid: 4999, status_transitions: { paid_at: 1764062400 } } },
-        },
-      ],
+function webhookDocs(provider: BillingProvider) {
+  const name = provider.displayName;
+  return {
+    tags: ['Billing'],
+    summary: `Receive a ${name} event (${name}'s webhook)`,
+    description: `Where a ${name} webhook of the program posts its events (docs/billing.md). No bearer token: the credential is ${Object.keys(provider.setup.headers).map((h) => `\`${h}\``).join(', ')}, checked against the secret the program saved for ${name}. Customers the checkout credits become referrals, payments sales (net of tax), refunds refunds. Every value it stores goes through the API's input rules: a customer's name is cleaned, anything else refused ignores the event with the reason. An event is processed once: a redelivery answers 200 with \`duplicate: true\` and records nothing.`,
+    params: Type.Object({ programId: Uuid }),
+    headers: Type.Object(Object.fromEntries(Object.entries(provider.setup.headers).map(([header, words]) => [header, Type.String({ description: words })]))),
+    body: Type.Object({}, { description: `A ${name} event, exactly as ${name} sends it (the signature covers the raw bytes).`, examples: [provider.setup.example] }),
+    response: {
+      200: Type.Object(
+        { received: Type.Boolean(), duplicate: Type.Boolean({ description: 'the event was already processed: nothing new was recorded' }) },
+        { description: 'The event was verified and handled (or ignored, with the reason kept: GET /api/v1/billing-events).', examples: [{ received: true, duplicate: false }] },
+      ),
+      ...errorResponses(
+        ['bad_request', `the credential is missing or does not match the program's ${name} secret (within 5 minutes where ${name} signs a time); or ${name} is not connected to the program; or the event is no JSON object, or its id or type is not 1 to 200 characters of text without control characters. Nothing is recorded`],
+        ['not_found', 'no program with this id'],
+        'payload_too_large',
+        ['rate_limited', `over the program's limit of verified ${name} events per minute (\`RATE_LIMIT_PER_MINUTE\`, counted apart from its API requests); nothing is recorded, \`Retry-After\` says when to retry, and ${name} retries by itself`],
+      ),
     },
-  ),
-  response: {
-    200: Type.Object(
-      { received: Type.Boolean(), duplicate: Type.Boolean({ description: 'the event id was already processed: nothing new was recorded' }) },
-      { description: 'The event was verified and handled (or ignored, with the reason kept: GET /api/v1/billing-events).', examples: [{ received: true, duplicate: false }] },
-    ),
-    ...errorResponses(
-      ['bad_request', "the `Stripe-Signature` header is missing, or does not match the program's signing secret within 5 minutes; or Stripe is not connected to the program; or the event is no JSON object, or its `id` or `type` is not 1 to 200 characters of text without control characters. Nothing is recorded"],
-      ['not_found', 'no program with this id'],
-      'payload_too_large',
-      ['rate_limited', "over the program's limit of verified Stripe events per minute (`RATE_LIMIT_PER_MINUTE`, counted apart from its API requests); nothing is recorded, `Retry-After` says when to retry, and Stripe retries by itself"],
-    ),
-  },
-};
-
-/** Each provider's receiver documented as its own path (the OpenAPI reference shows its payload); Stripe's is the one so far. */
-const WEBHOOK_DOCS: Record<string, typeof STRIPE_WEBHOOK_DOCS> = { stripe: STRIPE_WEBHOOK_DOCS };
+  };
+}
 
 /**
  * The billing providers' receivers, `/api/billing/{provider}/{programId}`, one handler for all
@@ -110,7 +94,7 @@ export const billingWebhookRoutes: FastifyPluginAsync<AppServices> = async (app,
     await admit(request, reply, provider, program.id);
     return reply.send(await recordBillingEvent(db, program, provider, event));
   };
-  for (const provider of BILLING_PROVIDERS) app.post(`/api/billing/${provider.name}/:programId`, { config: { docs: WEBHOOK_DOCS[provider.name] } }, receive(provider));
+  for (const provider of BILLING_PROVIDERS) app.post(`/api/billing/${provider.name}/:programId`, { config: { docs: webhookDocs(provider) } }, receive(provider));
 };
 
 /**

@@ -79,6 +79,17 @@ export const chargebeeProvider: BillingProvider = {
     secretName: 'user name and password',
     secretHint: 'as user:password, exactly as typed in the webhook',
     carrier: 'Add a customer custom field tandem_referral (API name cf_tandem_referral) filled from window.tandem.referral, or set meta_data.tandem_referral on the customer.',
+    headers: { authorization: 'HTTP Basic: the user name and password of the webhook' },
+    example: {
+      id: 'ev_16BPgETyVrQbiGhA',
+      occurred_at: 1763633721,
+      event_type: 'payment_succeeded',
+      content: {
+        transaction: { id: 'txn_16BPgETyVrQbiIhB', amount: 5880, currency_code: 'USD', date: 1763633721, status: 'success' },
+        invoice: { id: 'INV-2026-0042', currency_code: 'USD', total: 5880, tax: 980 },
+        customer: { id: '16BPgETyVrQbiFgZ', email: 'pat@example.org', first_name: 'Pat', last_name: 'Payer', cf_tandem_referral: 'jane' },
+      },
+    },
     test: 'The webhook’s Test Webhook button sends a sample event; it is listed below with what Tandem did.',
   },
   notConnected: "Chargebee is not connected to this program: save its webhook's user name and password first.",

@@ -77,6 +77,11 @@ export const lemonSqueezyProvider: BillingProvider = {
     secretName: 'signing secret',
     secretHint: 'the 6 to 40 characters you typed as the webhook’s signing secret',
     carrier: 'Add checkout[custom][tandem_referral]=… (window.tandem.referral) to the checkout link, or checkout_data.custom.tandem_referral when you create a checkout.',
+    headers: { 'x-signature': 'hex HMAC-SHA256 of the raw body under the signing secret' },
+    example: {
+      meta: { event_name: 'order_created', custom_data: { tandem_referral: 'jane' } },
+      data: { type: 'orders', id: '1', attributes: { customer_id: 1, user_name: 'Darlene Daugherty', user_email: 'darlene@example.org', currency: 'USD', status: 'paid', total: 1199, tax: 200, created_at: '2026-11-20T10:15:19.000000Z' } },
+    },
     test: 'A webhook’s page in Lemon Squeezy lists its recent deliveries and resends one; each is listed below with what Tandem did.',
   },
   notConnected: 'Lemon Squeezy is not connected to this program: save its webhook signing secret first.',

@@ -107,6 +107,13 @@ export const paddleProvider: BillingProvider = {
     secretName: 'secret key',
     secretHint: 'pdl_ntfset_… on the destination (Edit destination)',
     carrier: 'Pass window.tandem.referral to Paddle.js as customData: { tandem_referral } when you open the checkout.',
+    headers: { 'paddle-signature': '`ts=…;h1=…` (one h1 per secret during a rotation): HMAC-SHA256 of `{ts}:{raw body}`, 5 minutes' },
+    example: {
+      event_id: 'evt_01hv8x2aqs8t6gdn1xqk2f7b1w',
+      event_type: 'transaction.completed',
+      occurred_at: '2026-11-20T10:15:30.412Z',
+      data: { id: 'txn_01hv8wptq8987qeep44cyrewp9', status: 'completed', customer_id: 'ctm_01hv8wt8nffez4p2t6typn4a5j', custom_data: { tandem_referral: 'jane' }, currency_code: 'USD', details: { totals: { total: '5880', tax: '980' } } },
+    },
     test: 'Developer tools → Simulations sends a signed event of a type you choose to this destination; it is listed below.',
   },
   notConnected: 'Paddle is not connected to this program: save its notification destination secret key first.',

@@ -96,6 +96,16 @@ export const polarProvider: BillingProvider = {
     secretName: 'webhook secret',
     secretHint: 'the secret Polar shows for the endpoint',
     carrier: 'Pass window.tandem.referral as metadata: { tandem_referral } when you create the checkout (or on the customer).',
+    headers: {
+      'webhook-id': 'the message id (the billing event id)',
+      'webhook-timestamp': 'seconds since 1970, within 5 minutes',
+      'webhook-signature': '`v1,<base64>` entries: HMAC-SHA256 of `{id}.{timestamp}.{raw body}` keyed by the secret',
+    },
+    example: {
+      type: 'order.paid',
+      timestamp: '2026-11-20T10:15:31.204Z',
+      data: { id: '3f9b8f47-5b2e-4f64-8d2a-6c1f0b9a7e21', status: 'paid', currency: 'usd', net_amount: 4900, metadata: { tandem_referral: 'jane' }, created_at: '2026-11-20T10:15:21.102Z', customer: { id: '9a6c2f04-0d3b-4b8e-a1c5-2f7e8d9b0c13', email: 'pat@example.org', name: 'Pat Payer' } },
+    },
     test: 'An endpoint’s deliveries in Polar can be redelivered; each is listed below with what Tandem did.',
   },
   notConnected: 'Polar is not connected to this program: save its webhook secret first.',
