@@ -5,7 +5,7 @@ import { BILLING_PROVIDERS } from '../../modules/billing/providers/index.ts';
 import { minute, table, text, uuid, withMigratedDatabase, type Command } from '../command.ts';
 
 // Billing providers: a program's connection to each, by the secret the provider issues
-// (CONTRACT "Billing providers beyond Stripe"; docs/stripe.md). The secret is stored sealed and
+// (CONTRACT "Billing providers beyond Stripe"; docs/billing.md). The secret is stored sealed and
 // never printed again; `list` says who is connected since when and the last event received.
 
 const PROVIDER_NAMES = BILLING_PROVIDERS.map((provider) => provider.name);
@@ -18,7 +18,7 @@ export const billingCommands = {
     flags: {
       program: { value: 'ID', description: 'the program\'s id', required: true },
       provider: { value: 'P', description: 'the billing provider', choices: PROVIDER_NAMES, required: true },
-      secret: { value: 'S', description: "the provider's secret (Stripe: the webhook endpoint's signing secret, whsec_…)", required: true },
+      secret: { value: 'S', description: "the provider's secret: Stripe's signing secret (whsec_…), Paddle's secret key (pdl_ntfset_…), Lemon Squeezy's signing secret, Polar's webhook secret, Chargebee's user:password (docs/billing.md)", required: true },
     },
     example: 'tandem billing connect --program 4f0c…-…-… --provider stripe --secret whsec_…',
     run(config, options) {
