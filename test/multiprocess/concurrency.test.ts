@@ -14,7 +14,8 @@ import { attempt, counterMismatches, tally, type Outcome } from './invariants.ts
 import { unique, uniqueEmail } from '../helpers/fixtures.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
-import { connectStripe } from '../../src/modules/billing/billing.service.ts';
+import { billingProviderOf, connectBilling, connectStripe } from '../../src/modules/billing/billing.service.ts';
+import { chargebeeAuthorization, fixture, lemonSqueezySignature, paddleSignature, polarHeaders, providerId } from '../helpers/billing-providers.ts';
 import Stripe from 'stripe';
 
 const PROCESSES = 2;
@@ -328,5 +329,69 @@ describe('several server processes on one PostgreSQL database', { skip: testDial
     assert.equal(Number(sales.rows[0]!.n), 1, 'one sale');
     const events = await sql<{ n: string | number }>`select count(*) as n from billing_events where program_id = ${tenant.programId}`.execute(db());
     assert.equal(Number(events.rows[0]!.n), 1);
+  });
+
+  it("(i) Paddle: a transaction naming the affiliate and its customer's e-mail, at once on both processes, pair into one referral and one sale, every time", async () => {
+    const secret = 'pdl_ntfset_01multiprocess0000000000000_Av4U6W2GMu';
+    await connectBilling(db(), tenant.programId, billingProviderOf('paddle'), secret, new Date().toISOString());
+    const affiliate = await createAffiliate();
+    const post = (i: number, event: object) => {
+      const payload = JSON.stringify(event);
+      return fetch(`${servers[i % servers.length]!.url}/api/billing/paddle/${tenant.programId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'paddle-signature': paddleSignature(payload, [secret]) }, body: payload }).then((r) => r.status);
+    };
+    const customers: string[] = [];
+    for (let round = 0; round < 40; round++) {
+      const customer = fixture('paddle', 'customer.created');
+      customer.event_id = providerId('evt');
+      Object.assign(customer.data, { id: providerId('ctm'), email: uniqueEmail('paddle') });
+      const txn = fixture('paddle', 'transaction.completed');
+      txn.event_id = providerId('evt');
+      Object.assign(txn.data, { id: providerId('txn'), customer_id: customer.data.id, custom_data: { tandem_referral: affiliate.id } });
+      customers.push(customer.data.id);
+      // Each event on both processes, the four deliveries at once (the order between the pair is the race).
+      const statuses = await Promise.all([post(0, customer), post(1, txn), post(1, customer), post(0, { ...txn, event_id: providerId('evt') })]);
+      assert.deepEqual(statuses, [200, 200, 200, 200], serverLogs());
+    }
+    const referrals = await db().selectFrom('referrals').select(['referred_user_external_id']).where('program_id', '=', tenant.programId).where('referred_user_external_id', 'in', customers).execute();
+    assert.equal(referrals.length, customers.length, 'every customer referred once');
+    const sales = await sql<{ n: string | number }>`select count(*) as n from sales s join referrals r on r.id = s.referral_id where r.program_id = ${tenant.programId} and r.referred_user_external_id like 'ctm_%'`.execute(db());
+    assert.equal(Number(sales.rows[0]!.n), customers.length, 'one sale each, none left waiting');
+    const waiting = await sql<{ n: string | number }>`select count(*) as n from billing_events where program_id = ${tenant.programId} and outcome = 'waiting'`.execute(db());
+    assert.equal(Number(waiting.rows[0]!.n), 0);
+    await assertLedgerMatchesCounters(db(), tenant.programId);
+  });
+
+  it('(j) Lemon Squeezy, Polar and Chargebee: one event on both processes at once, ten times over, records once', async () => {
+    const affiliate = await createAffiliate();
+    const secrets = { lemonsqueezy: 'lsq-multiprocess-secret', polar: 'polar_whs_multiprocessSecret01', chargebee: 'tandem:multiprocess-password' };
+    for (const [name, secret] of Object.entries(secrets)) await connectBilling(db(), tenant.programId, billingProviderOf(name), secret, new Date().toISOString());
+    const order = fixture('lemonsqueezy', 'order_created');
+    order.meta.custom_data = { tandem_referral: affiliate.id };
+    Object.assign(order.data, { id: '777001' });
+    Object.assign(order.data.attributes, { customer_id: 777001, user_email: uniqueEmail('lsq') });
+    const polar = fixture('polar', 'order.paid');
+    polar.data.metadata = { tandem_referral: affiliate.id };
+    Object.assign(polar.data, { id: crypto.randomUUID(), customer_id: crypto.randomUUID() });
+    Object.assign(polar.data.customer, { id: polar.data.customer_id, email: uniqueEmail('polar') });
+    const chargebee = fixture('chargebee', 'payment_succeeded');
+    chargebee.id = providerId('ev');
+    chargebee.content.invoice.id = providerId('INV');
+    Object.assign(chargebee.content.customer, { id: providerId('cust'), email: uniqueEmail('cb'), cf_tandem_referral: affiliate.id });
+    const cases = [
+      { name: 'lemonsqueezy', body: JSON.stringify(order), headers: (payload: string) => ({ 'x-signature': lemonSqueezySignature(payload, secrets.lemonsqueezy) }), invoice: `orders/${order.data.id}` },
+      { name: 'polar', body: JSON.stringify(polar), headers: (() => { const h = polarHeaders(JSON.stringify(polar), secrets.polar); return () => h; })(), invoice: polar.data.id },
+      { name: 'chargebee', body: JSON.stringify(chargebee), headers: () => ({ authorization: chargebeeAuthorization(secrets.chargebee) }), invoice: chargebee.content.invoice.id },
+    ];
+    for (const c of cases) {
+      const deliveries = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          fetch(`${servers[i % servers.length]!.url}/api/billing/${c.name}/${tenant.programId}`, { method: 'POST', headers: { 'content-type': 'application/json', ...c.headers(c.body) }, body: c.body }).then(async (r) => ({ status: r.status, body: (await r.json()) as { duplicate: boolean } })),
+        ),
+      );
+      assert.deepEqual(deliveries.map((d) => d.status), Array(10).fill(200), `${c.name}: ${serverLogs()}`);
+      assert.equal(deliveries.filter((d) => !d.body.duplicate).length, 1, `${c.name}: stored once`);
+      const sales = await sql<{ n: string | number }>`select count(*) as n from sales where program_id = ${tenant.programId} and external_invoice_id = ${c.invoice}`.execute(db());
+      assert.equal(Number(sales.rows[0]!.n), 1, `${c.name}: one sale`);
+    }
   });
 });
