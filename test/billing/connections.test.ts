@@ -12,6 +12,7 @@ import { dialectOf } from '../../src/db/dialect.ts';
 import * as billingProviders from '../../src/db/migrations/2026-12-06T0600-billing-providers.ts';
 import { runTandem } from '../helpers/cli.ts';
 import { postStripeEvent, stripeEvent, stripeId } from '../helpers/stripe-events.ts';
+import { fixture, postPaddleEvent, providerId } from '../helpers/billing-providers.ts';
 import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { seedProgram, useMigratedDatabase } from '../helpers/migrated-database.ts';
 
@@ -76,6 +77,30 @@ describe('billing connections from the command line', () => {
     assert.equal(refused.status, 400);
     assert.match(refused.body.detail, /Stripe is not connected to this program/);
     assert.equal((await shop.get('/billing-events')).body.length, 1, 'nothing recorded once disconnected');
+  });
+
+  it('connects every provider by its own secret, each checked for its shape; the list holds one row each; a Paddle event verifies with the secret given', async () => {
+    const secrets: Record<string, string> = {
+      paddle: 'pdl_ntfset_01hv8x2aqs8t6gdn1xqk2f7b1w_Av4U6W2GMu5Kx3j6',
+      lemonsqueezy: 'lemon-cli-secret',
+      polar: 'polar_whs_cliSecret0123456789',
+      chargebee: 'tandem:cli-password-1',
+    };
+    const refused = await tandem('billing', 'connect', '--program', other.programId, '--provider', 'chargebee', '--secret', 'no-colon-password');
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /--secret must be the webhook's basic authentication as user:password/);
+    for (const [provider, secret] of Object.entries(secrets)) {
+      const connected = await tandem('billing', 'connect', '--program', other.programId, '--provider', provider, '--secret', secret, '--json');
+      assert.equal(connected.code, 0, connected.stderr);
+      assert.equal(connected.json.receiver, `http://tandem.test/api/billing/${provider}/${other.programId}`);
+    }
+    const listed = await tandem('billing', 'list', '--program', other.programId, '--json');
+    assert.deepEqual(listed.json.connections.map((c: any) => c.provider), ['chargebee', 'lemonsqueezy', 'paddle', 'polar']);
+    const event = fixture('paddle', 'customer.created');
+    event.event_id = providerId('evt');
+    assert.equal((await postPaddleEvent(t.url, other.programId, event, secrets.paddle!)).status, 200);
+    assert.equal((await postPaddleEvent(t.url, other.programId, { ...event, event_id: providerId('evt') }, secrets.lemonsqueezy!)).status, 400, "another provider's secret is not Paddle's");
+    for (const provider of Object.keys(secrets)) assert.equal((await tandem('billing', 'disconnect', '--program', other.programId, '--provider', provider)).code, 0);
   });
 
   it('a secret saved again replaces the first: events signed with the old one are refused', async () => {
