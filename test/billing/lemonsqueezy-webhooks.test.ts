@@ -7,13 +7,11 @@
 // another program's secret, another currency.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
-import { createUser } from '../../src/modules/users/user.service.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { billingProviderOf, connectBilling } from '../../src/modules/billing/billing.service.ts';
-import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
-import { fixture, postLemonSqueezyEvent } from '../helpers/billing-providers.ts';
+import { fixture, postLemonSqueezyEvent, connectedProgram as connectedProgramOf } from '../helpers/billing-providers.ts';
 import { raceNote } from '../helpers/test-database.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 
@@ -27,24 +25,8 @@ before(async () => {
 });
 after(() => t.close());
 
-interface Connected {
-  api: ApiClient;
-  programId: string;
-  secret: string;
-  affiliate: { id: string; link: string };
-}
-
-async function connectedProgram(currency = 'USD'): Promise<Connected> {
-  const db = rawDb(t);
-  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
-  const program = await createProgram(db, { ownerUserId: owner.id, name: 'Lemon Shop', domain: 'shop.example', currency, commissionRate: 20 });
-  const secret = unique('lsq').replace(/[^A-Za-z0-9]/g, '').slice(0, 30);
-  await connectBilling(db, program.id, billingProviderOf('lemonsqueezy'), secret, new Date().toISOString());
-  const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
-  const api = apiClient(t.url, token, program.id);
-  const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
-  return { api, programId: program.id, secret, affiliate };
-}
+/** A program connected to lemonsqueezy, with its own secret. */
+const connectedProgram = (currency = 'USD') => connectedProgramOf(t, 'lemonsqueezy', unique('lsq').replace(/[^A-Za-z0-9]/g, '').slice(0, 30), currency);
 
 interface PaymentOptions {
   referral?: string;

@@ -7,13 +7,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Paddle } from '@paddle/paddle-node-sdk';
-import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
-import { createUser } from '../../src/modules/users/user.service.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
 import { billingProviderOf, connectBilling } from '../../src/modules/billing/billing.service.ts';
-import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { rawDb, startTestServer, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
-import { fixture, paddleSignature, postPaddleEvent, providerId } from '../helpers/billing-providers.ts';
+import { fixture, paddleSignature, postPaddleEvent, providerId, connectedProgram as connectedProgramOf } from '../helpers/billing-providers.ts';
 import { raceNote } from '../helpers/test-database.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 
@@ -26,24 +24,8 @@ before(async () => {
 });
 after(() => t.close());
 
-interface Connected {
-  api: ApiClient;
-  programId: string;
-  secret: string;
-  affiliate: { id: string; link: string };
-}
-
-async function connectedProgram(currency = 'USD'): Promise<Connected> {
-  const db = rawDb(t);
-  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
-  const program = await createProgram(db, { ownerUserId: owner.id, name: 'Paddle Shop', domain: 'shop.example', currency, commissionRate: 20 });
-  const secret = `pdl_ntfset_${providerId('x').slice(2)}_${unique('k').replace(/[^A-Za-z0-9]/g, '')}Av4U6W2GMu`;
-  await connectBilling(db, program.id, billingProviderOf('paddle'), secret, new Date().toISOString());
-  const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
-  const api = apiClient(t.url, token, program.id);
-  const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
-  return { api, programId: program.id, secret, affiliate };
-}
+/** A program connected to paddle, with its own secret. */
+const connectedProgram = (currency = 'USD') => connectedProgramOf(t, 'paddle', `pdl_ntfset_${providerId('x').slice(2)}_${unique('k').replace(/[^A-Za-z0-9]/g, '')}Av4U6W2GMu`, currency);
 
 /** Paddle's customer.created for a new customer (their e-mail; custom_data only when given). */
 function customerCreated(customerId = providerId('ctm'), email = uniqueEmail('payer'), referral?: string) {
@@ -95,6 +77,8 @@ describe('Paddle Billing webhooks', () => {
     assert.equal((await postPaddleEvent(t.url, programId, txn, secret)).status, 200);
     const [referral] = (await api.get(`/referrals?externalId=${first.data.id}`)).body;
     assert.deepEqual([referral.affiliateId, referral.email, referral.name], [affiliate.id, 'pat.first@example.org', 'Pat Payer']);
+    const dated = await rawDb(t).selectFrom('referrals').select('created_at').where('id', '=', referral.id).executeTakeFirstOrThrow();
+    assert.equal(new Date(dated.created_at as string).toISOString(), '2026-11-20T10:14:54.196Z', "dated by the customer's created_at, not the transaction's");
     const [sale] = (await api.get(`/sales?referralId=${referral.id}`)).body;
     assert.deepEqual([sale.totalEarned, sale.externalInvoiceId, sale.commission, sale.createdAt], [49, txn.data.id, 9.8, '2026-11-20T10:15:21.102Z'], 'net of tax: 58.80 − 9.80; paid when captured');
 
@@ -122,6 +106,13 @@ describe('Paddle Billing webhooks', () => {
     const stray = customerCreated();
     await postPaddleEvent(t.url, programId, stray, secret);
     assert.match((await events()).find((e) => e.id === stray.event_id).reason, /no tandem_referral in custom_data/);
+    // An e-mail the API refuses is not kept: a transaction of that customer waits, nothing fails.
+    const odd = customerCreated(undefined, 'not\u0000an e-mail');
+    assert.equal((await postPaddleEvent(t.url, programId, odd, secret)).status, 200);
+    assert.equal((await rawDb(t).selectFrom('billing_customers').select('id').where('id', '=', odd.data.id).execute()).length, 0);
+    const oddTxn = transactionCompleted(odd.data.id, { referral: affiliate.link });
+    await postPaddleEvent(t.url, programId, oddTxn, secret);
+    assert.equal((await events()).find((e) => e.id === oddTxn.event_id).outcome, 'waiting');
     await assertLedgerMatchesCounters(rawDb(t), programId);
   });
 

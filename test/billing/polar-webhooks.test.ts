@@ -7,13 +7,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { validateEvent } from '@polar-sh/sdk/webhooks';
-import { issueToken } from '../../src/modules/tokens/token.service.ts';
-import { createProgram, updateProgramSettings } from '../../src/modules/programs/program.service.ts';
-import { createUser } from '../../src/modules/users/user.service.ts';
-import { billingProviderOf, connectBilling } from '../../src/modules/billing/billing.service.ts';
-import { apiClient, rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
+import { updateProgramSettings } from '../../src/modules/programs/program.service.ts';
+import { rawDb, startTestServer, type ApiClient, type TestServer } from '../helpers/test-server.ts';
 import { uniqueEmail, unique } from '../helpers/fixtures.ts';
-import { fixture, polarHeaders, postPolarEvent } from '../helpers/billing-providers.ts';
+import { fixture, polarHeaders, postPolarEvent, connectedProgram as connectedProgramOf } from '../helpers/billing-providers.ts';
 import { raceNote } from '../helpers/test-database.ts';
 import { assertLedgerMatchesCounters } from '../helpers/recount.ts';
 
@@ -25,24 +22,8 @@ before(async () => {
 });
 after(() => t.close());
 
-interface Connected {
-  api: ApiClient;
-  programId: string;
-  secret: string;
-  affiliate: { id: string; link: string };
-}
-
-async function connectedProgram(currency = 'USD'): Promise<Connected> {
-  const db = rawDb(t);
-  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
-  const program = await createProgram(db, { ownerUserId: owner.id, name: 'Polar Shop', domain: 'shop.example', currency, commissionRate: 20 });
-  const secret = `polar_whs_${unique('s').replace(/[^A-Za-z0-9]/g, '')}q7Xk2pLm9`;
-  await connectBilling(db, program.id, billingProviderOf('polar'), secret, new Date().toISOString());
-  const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
-  const api = apiClient(t.url, token, program.id);
-  const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
-  return { api, programId: program.id, secret, affiliate };
-}
+/** A program connected to polar, with its own secret. */
+const connectedProgram = (currency = 'USD') => connectedProgramOf(t, 'polar', `polar_whs_${unique('s').replace(/[^A-Za-z0-9]/g, '')}q7Xk2pLm9`, currency);
 
 const uuid = () => crypto.randomUUID();
 
@@ -101,6 +82,9 @@ describe('Polar webhooks', () => {
     await postPolarEvent(t.url, programId, nobody, secret);
     const waiting = (await listed(api)).filter((e) => e.outcome === 'waiting');
     assert.deepEqual(waiting.map((e) => e.reason), [`waiting up to 24 hours for the customer ${nobody.data.customer.id} to be referred`], 'a customer nothing credits yet: the order waits 24 hours for a referral');
+    // The merchant refers them through the API within the 24 hours: the order becomes their sale.
+    const later = (await api.post('/referrals', { name: 'Known Later', email: uniqueEmail('later'), referredUserExternalId: nobody.data.customer.id, affiliateId: affiliate.id })).body;
+    assert.deepEqual((await api.get(`/sales?referralId=${later.id}`)).body.map((s: any) => s.externalInvoiceId), [nobody.data.id]);
   });
 
   it("a discount code credits the affiliate of the program's code; a customer.created with metadata refers by itself", async () => {

@@ -1,11 +1,35 @@
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Webhook } from 'standardwebhooks';
-import { unique } from './fixtures.ts';
+import { unique, uniqueEmail } from './fixtures.ts';
+import { apiClient, rawDb, type ApiClient, type TestServer } from './test-server.ts';
+import { createUser } from '../../src/modules/users/user.service.ts';
+import { createProgram } from '../../src/modules/programs/program.service.ts';
+import { issueToken } from '../../src/modules/tokens/token.service.ts';
+import { billingProviderOf, connectBilling } from '../../src/modules/billing/billing.service.ts';
 
 // Billing providers' side of a test, beyond Stripe (stripe-events.ts): events built from the
 // trimmed fixtures (test/billing/fixtures, each named with its source), signed as each
 // provider signs them, posted to a real server's receiver.
+
+export interface ConnectedProgram {
+  api: ApiClient;
+  programId: string;
+  secret: string;
+  affiliate: { id: string; link: string };
+}
+
+/** A new program (20 % commission, in `currency`) connected to `provider` by `secret`, with an API key and one affiliate. */
+export async function connectedProgram(t: TestServer, provider: string, secret: string, currency = 'USD'): Promise<ConnectedProgram> {
+  const db = rawDb(t);
+  const owner = await createUser(db, { email: uniqueEmail('owner'), password: 'a long password' });
+  const program = await createProgram(db, { ownerUserId: owner.id, name: `${provider} shop`, domain: 'shop.example', currency, commissionRate: 20 });
+  await connectBilling(db, program.id, billingProviderOf(provider), secret, new Date().toISOString());
+  const { token } = await issueToken(db, { programId: program.id, name: 'test', kind: 'api_key' });
+  const api = apiClient(t.url, token, program.id);
+  const affiliate = (await api.post('/affiliates', { firstName: 'Jane', lastName: 'Cooper', email: uniqueEmail('jane') })).body;
+  return { api, programId: program.id, secret, affiliate };
+}
 
 /** A fixture of `provider` (its folder under test/billing/fixtures), parsed afresh: the caller may change it. */
 export function fixture(provider: string, name: string): any {

@@ -2,11 +2,11 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { ApiError, type FieldError } from '../../domain/errors.ts';
 import { minorUnitDigits, rescaleMinorUnits, unitsToDecimalText } from '../../domain/money.ts';
 import { assertCleanInput } from '../../http/input-guard.ts';
-import { ExternalId } from '../../http/schemas.ts';
+import { Email, ExternalId } from '../../http/schemas.ts';
 import { assertValidBody } from '../../http/validation.ts';
 import { CreateReferralBody } from '../referrals/referral.schema.ts';
 import { CreateSaleBody } from '../sales/sale.schema.ts';
-import type { BillingCustomer, Read } from './billing-provider.ts';
+import type { BillingAction, BillingCustomer, Read } from './billing-provider.ts';
 
 // What Tandem reads of a provider's event, by the API's own input rules (issue 29 item 15). A
 // signed event is input like a request body, and every value of it that becomes a row goes
@@ -75,6 +75,15 @@ const REFERRAL_FIELDS: Record<string, string> = {
   '#/promoCode': 'the promotional code',
 };
 
+/**
+ * A customer's e-mail and name as Tandem keeps them for a later payment (billing_customers): the
+ * e-mail by the API's rules (else nothing is kept), the name cleaned; null when the e-mail fails.
+ */
+export function keptCustomer(customer: BillingCustomer): { email: string; name: string | null } | null {
+  if (refusal(Email, customer.email, ['#']) !== null) return null;
+  return { email: customer.email as string, name: cleanName(customer.name) || null };
+}
+
 /** Who credits the customer: a tandem_referral (an affiliate id or link string), or the program's code matching a discount code. */
 export type Credit = { affiliateId: string } | { promoCode: string };
 
@@ -134,3 +143,28 @@ export function reasonOf(error: ApiError): string {
  */
 const ZERO_DECIMAL = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
 export const cardProcessorDigits = (currency: string) => (ZERO_DECIMAL.has(currency.toUpperCase()) ? 0 : 2);
+
+/** A JSON object (not an array, not null): how every provider's objects are told apart from anything else. */
+export const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+/** A non-empty string, or undefined. */
+export const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/** A verified delivery's body as a JSON object, or a 400 (nothing recorded) saying what it is not. */
+export function parseEventBody(rawBody: Buffer): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody.toString('utf8'));
+  } catch {
+    throw new ApiError('bad_request', 'The event is not JSON.');
+  }
+  if (!isObject(parsed)) throw new ApiError('bad_request', 'The event must be a JSON object.');
+  return parsed;
+}
+
+/** The event ignored with the reason (in words: it is the billing event's `reason`). */
+export const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
+
+/** The action of what `read` made of the event, or the event ignored with the reason it could not be read. */
+export function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
+  return 'reason' in read ? ignore(read.reason) : action(read.value);
+}

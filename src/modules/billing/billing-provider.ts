@@ -99,6 +99,11 @@ export interface BillingProvider {
   /** For people: "Stripe". */
   displayName: string;
   setup: BillingSetup;
+  /**
+   * Whether its payments name the customer only by id (Paddle's transactions): then a customer
+   * event that credits nobody keeps the customer's e-mail, for a payment that names an affiliate.
+   */
+  paymentsNameCustomerById: boolean;
   /** Refused before anything is read (a 400, nothing recorded) when the program has no secret saved. */
   notConnected: string;
   /** The secret a program connects with, as the provider issues it, and the words that say so when another is given. */

@@ -12,7 +12,7 @@ import { createSale, findSaleIdOfInvoice, refundSale } from '../sales/sale.servi
 import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts';
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import type { CreateSaleBody } from '../sales/sale.schema.ts';
-import { reasonOf, referralBody, saleBody, type Credit } from './billing-input.ts';
+import { keptCustomer, reasonOf, referralBody, saleBody, type Credit } from './billing-input.ts';
 import type { BillingAction, BillingCustomer, BillingEnvelope, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
 import { BILLING_PROVIDERS, billingProviderNamed } from './providers/index.ts';
 import {
@@ -226,7 +226,8 @@ async function creditOfWaitingPayments(db: Tx, program: ProgramContext, customer
 async function withKnownEmail(db: Db, program: ProgramContext, provider: BillingProvider, customer: BillingCustomer): Promise<BillingCustomer> {
   if (customer.email) return customer;
   const known = await findBillingCustomer(db, program.id, provider.name, customer.id);
-  return known ? { id: customer.id, email: known.email, name: customer.name ?? known.name, since: customer.since ?? (known.since === null ? null : toIso(known.since)) } : customer;
+  // Dated by the customer's own creation, which came before any payment of theirs.
+  return known ? { id: customer.id, email: known.email, name: customer.name ?? known.name, since: known.since === null ? customer.since : toIso(known.since) } : customer;
 }
 
 async function referCustomer(db: Tx, program: ProgramContext, provider: BillingProvider, named: BillingCustomer, credit: Credit | undefined): Promise<Outcome> {
@@ -234,10 +235,8 @@ async function referCustomer(db: Tx, program: ProgramContext, provider: BillingP
   credit ??= await creditOfWaitingPayments(db, program, customer.id);
   if (!credit) {
     // Kept, so a payment of theirs that names an affiliate but not the e-mail can refer them.
-    if (typeof customer.email === 'string' && customer.email !== '') {
-      const now = program.clock().toISOString();
-      await rememberBillingCustomer(db, { program_id: program.id, provider: provider.name, id: customer.id, email: customer.email.slice(0, 320), name: typeof customer.name === 'string' ? customer.name.slice(0, 200) : null, since: customer.since, seen_at: now });
-    }
+    const kept = provider.paymentsNameCustomerById ? keptCustomer(customer) : null;
+    if (kept) await rememberBillingCustomer(db, { program_id: program.id, provider: provider.name, id: customer.id, ...kept, since: customer.since, seen_at: program.clock().toISOString() });
     return ignored(provider.noCredit);
   }
   if (!customer.email) return ignored('the customer has no e-mail');

@@ -1,14 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { ExternalId, Nullable } from '../../../../http/schemas.ts';
-import { Currency, ID_PATTERN, pathOf, refusal } from '../../billing-input.ts';
+import { Currency, ID_PATTERN, isObject, pathOf, refusal, text } from '../../billing-input.ts';
 import type { BillingCustomer, BillingEnvelope, DiscountCode, Read } from '../../billing-provider.ts';
 
 // What Tandem reads of a Chargebee event (apidocs.chargebee.com/docs/api/events): `{ id,
 // event_type, occurred_at, content }` with the customer, invoice, transaction and credit note the
 // event is about in `content`, each field by its Chargebee name. Only this folder knows them.
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 const ChargebeeId = ExternalId({ minLength: 1 });
 const Cents = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });

@@ -1,7 +1,7 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { sameSecret } from '../../../../domain/constant-time.ts';
-import { cardProcessorDigits, providerAmountToMinor } from '../../billing-input.ts';
-import type { BillingAction, BillingEnvelope, BillingProvider, Delivery, Read } from '../../billing-provider.ts';
+import { cardProcessorDigits, ignore, parseEventBody, providerAmountToMinor, withRead } from '../../billing-input.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readCustomerEvent, readEnvelope, readPayment } from './chargebee-payload.ts';
 
 // Chargebee (CONTRACT "Billing providers beyond Stripe"; chargebee.com/docs/2.0/webhook_settings),
@@ -20,21 +20,12 @@ async function verify({ rawBody, headers }: Delivery, secret: string): Promise<B
   const authorization = headers.authorization;
   const match = typeof authorization === 'string' && authorization.length <= 1000 ? /^Basic ([A-Za-z0-9+/=]+)$/i.exec(authorization.trim()) : null;
   if (!match || !sameSecret(secret, Buffer.from(match[1] ?? '', 'base64').toString('utf8'))) throw new ApiError('bad_request', BAD_CREDENTIALS);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawBody.toString('utf8'));
-  } catch {
-    throw new ApiError('bad_request', 'The event is not JSON.');
-  }
+  const parsed = parseEventBody(rawBody);
   const envelope = readEnvelope(parsed);
   if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
   return envelope.value;
 }
 
-const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
-function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
-  return 'reason' in read ? ignore(read.reason) : action(read.value);
-}
 
 function actionOf({ type, event }: BillingEnvelope): BillingAction {
   switch (type) {
@@ -94,6 +85,7 @@ export const chargebeeProvider: BillingProvider = {
   },
   notConnected: "Chargebee is not connected to this program: save its webhook's user name and password first.",
   secret: { pattern: CHARGEBEE_SECRET, words: "must be the webhook's basic authentication as user:password (a password of 8 characters or more, no spaces)" },
+  paymentsNameCustomerById: false,
   verify,
   actionOf,
   amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Chargebee', digits: cardProcessorDigits(currency) }),

@@ -1,14 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, ExternalId, Nullable } from '../../../../http/schemas.ts';
-import { Currency, ID_PATTERN, refusal } from '../../billing-input.ts';
+import { Currency, ID_PATTERN, isObject, refusal, text } from '../../billing-input.ts';
 import type { BillingEnvelope, Read } from '../../billing-provider.ts';
 
 // What Tandem reads of a Lemon Squeezy event (docs.lemonsqueezy.com/help/webhooks): `meta`
 // (event_name, custom_data) and `data`, a JSON:API resource (type, id, attributes) — an order or
 // a subscription invoice — each field by its Lemon Squeezy name. Only this folder knows them.
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 /** A JSON:API id: Lemon Squeezy's are numbers written as strings. */
 const ResourceId = Type.String({ pattern: '^[0-9]{1,20}$' });

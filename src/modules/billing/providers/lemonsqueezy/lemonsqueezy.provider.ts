@@ -1,6 +1,6 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { hmacSha256Hex, sameSecret } from '../../../../domain/constant-time.ts';
-import { cardProcessorDigits, providerAmountToMinor } from '../../billing-input.ts';
+import { cardProcessorDigits, ignore, parseEventBody, providerAmountToMinor } from '../../billing-input.ts';
 import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readEnvelope, readPayment, type LemonSqueezyPayment } from './lemonsqueezy-payload.ts';
 
@@ -21,18 +21,12 @@ const BAD_SIGNATURE = "The X-Signature header is missing, or does not match this
 async function verify({ rawBody, headers }: Delivery, secret: string): Promise<BillingEnvelope> {
   const signature = headers['x-signature'];
   if (typeof signature !== 'string' || !sameSecret(hmacSha256Hex(secret, rawBody), signature.trim().toLowerCase())) throw new ApiError('bad_request', BAD_SIGNATURE);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawBody.toString('utf8'));
-  } catch {
-    throw new ApiError('bad_request', 'The event is not JSON.');
-  }
+  const parsed = parseEventBody(rawBody);
   const envelope = readEnvelope(parsed);
   if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
   return envelope.value;
 }
 
-const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
 
 /** What a payment's refund takes back: the part of its net-of-tax amount the refunded total is of its total. */
 function refundedNetOfTax(payment: LemonSqueezyPayment): number {
@@ -86,6 +80,7 @@ export const lemonSqueezyProvider: BillingProvider = {
   },
   notConnected: 'Lemon Squeezy is not connected to this program: save its webhook signing secret first.',
   secret: { pattern: LEMONSQUEEZY_SECRET, words: 'must be the signing secret of your Lemon Squeezy webhook: 6 to 40 characters, no spaces' },
+  paymentsNameCustomerById: false,
   verify,
   actionOf,
   amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Lemon Squeezy', digits: cardProcessorDigits(currency) }),

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { DateTime, ExternalId, Nullable } from '../../../../http/schemas.ts';
-import { Currency, ID_PATTERN, refusal } from '../../billing-input.ts';
+import { Currency, ID_PATTERN, isObject, refusal, text } from '../../billing-input.ts';
 import type { BillingCustomer, BillingEnvelope, Read } from '../../billing-provider.ts';
 
 // What Tandem reads of a Paddle Billing event (developer.paddle.com/webhooks), by the rules
@@ -16,8 +16,6 @@ const Time = DateTime;
 const Amount = Type.String({ pattern: '^\\d{1,16}$', description: 'minor units as a digit string' });
 const CustomData = Type.Optional(Nullable(Type.Object({ tandem_referral: Type.Optional(Nullable(ExternalId())) })));
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 const referralOf = (data: Record<string, unknown>) => text(isObject(data.custom_data) ? data.custom_data.tandem_referral : undefined);
 
 const Envelope = Type.Object({ id: PaddleId, type: Type.String({ minLength: 1, maxLength: 200, pattern: ID_PATTERN }) });

@@ -1,7 +1,7 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { hmacSha256Hex, sameSecret } from '../../../../domain/constant-time.ts';
-import { providerAmountToMinor } from '../../billing-input.ts';
-import type { BillingAction, BillingEnvelope, BillingProvider, Delivery, Read } from '../../billing-provider.ts';
+import { ignore, parseEventBody, providerAmountToMinor, withRead } from '../../billing-input.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readAdjustment, readCustomer, readEnvelope, readTransaction } from './paddle-payload.ts';
 
 // Paddle Billing (CONTRACT "Billing providers beyond Stripe"; developer.paddle.com/webhooks),
@@ -44,21 +44,12 @@ async function verify({ rawBody, headers }: Delivery, secret: string): Promise<B
   if (!signature || Math.abs(Date.now() / 1000 - signature.ts) > TOLERANCE_SECONDS) throw new ApiError('bad_request', BAD_SIGNATURE);
   const expected = hmacSha256Hex(secret, Buffer.concat([Buffer.from(`${signature.ts}:`), rawBody]));
   if (!signature.h1.some((given) => sameSecret(expected, given))) throw new ApiError('bad_request', BAD_SIGNATURE);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawBody.toString('utf8'));
-  } catch {
-    throw new ApiError('bad_request', 'The event is not JSON.');
-  }
+  const parsed = parseEventBody(rawBody);
   const envelope = readEnvelope(parsed);
   if ('reason' in envelope) throw new ApiError('bad_request', envelope.reason);
   return envelope.value;
 }
 
-const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
-function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
-  return 'reason' in read ? ignore(read.reason) : action(read.value);
-}
 
 function actionOf({ type, event }: BillingEnvelope): BillingAction {
   switch (type) {
@@ -118,6 +109,7 @@ export const paddleProvider: BillingProvider = {
   },
   notConnected: 'Paddle is not connected to this program: save its notification destination secret key first.',
   secret: { pattern: PADDLE_SECRET, words: 'must be a Paddle notification secret key (pdl_ntfset_…)' },
+  paymentsNameCustomerById: true,
   verify,
   actionOf,
   amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Paddle', digits: paddleDigits(currency) }),

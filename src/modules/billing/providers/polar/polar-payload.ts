@@ -1,14 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import { DateTime, ExternalId, Nullable } from '../../../../http/schemas.ts';
-import { Currency, ID_PATTERN, refusal } from '../../billing-input.ts';
+import { Currency, ID_PATTERN, isObject, refusal, text } from '../../billing-input.ts';
 import type { BillingCustomer, DiscountCode, Read } from '../../billing-provider.ts';
 
 // What Tandem reads of a Polar event (polar.sh/docs/integrate/webhooks): `{ type, timestamp,
 // data }` with an order or a customer as `data`, each field by its Polar name. Only this folder
 // knows them.
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 const PolarId = ExternalId({ minLength: 1 });
 const Cents = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../../../domain/errors.ts';
 import { sameSecret } from '../../../../domain/constant-time.ts';
-import { cardProcessorDigits, ID_PATTERN, providerAmountToMinor, refusal } from '../../billing-input.ts';
-import type { BillingAction, BillingEnvelope, BillingProvider, Delivery, Read } from '../../billing-provider.ts';
+import { cardProcessorDigits, ID_PATTERN, ignore, parseEventBody, providerAmountToMinor, refusal, withRead } from '../../billing-input.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { EventType, readCustomer, readOrder } from './polar-payload.ts';
 
 // Polar (CONTRACT "Billing providers beyond Stripe"; polar.sh/docs/integrate/webhooks), connected
@@ -37,23 +37,12 @@ async function verify({ rawBody, headers }: Delivery, secret: string): Promise<B
   const given = signatures.split(' ').filter((entry) => entry.startsWith('v1,')).map((entry) => entry.slice(3));
   if (!given.some((signature) => sameSecret(expected, signature))) throw new ApiError('bad_request', BAD_SIGNATURE);
   if (refusal(MessageId, id, ['#']) !== null) throw new ApiError('bad_request', 'The webhook-id must be 1 to 200 characters without control characters.');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawBody.toString('utf8'));
-  } catch {
-    throw new ApiError('bad_request', 'The event is not JSON.');
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ApiError('bad_request', 'The event must be a JSON object.');
-  const event = parsed as Record<string, unknown>;
+  const event = parseEventBody(rawBody);
   if (refusal(EventType, event.type, ['#']) !== null) throw new ApiError('bad_request', "The event's type must be 1 to 200 characters without control characters.");
   // Polar numbers each message by webhook-id (the same on every retry of it).
   return { id, type: event.type as string, event };
 }
 
-const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
-function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
-  return 'reason' in read ? ignore(read.reason) : action(read.value);
-}
 
 function actionOf({ type, event }: BillingEnvelope): BillingAction {
   switch (type) {
@@ -110,6 +99,7 @@ export const polarProvider: BillingProvider = {
   },
   notConnected: 'Polar is not connected to this program: save its webhook secret first.',
   secret: { pattern: POLAR_SECRET, words: 'must be the secret of your Polar webhook endpoint (polar_whs_…)' },
+  paymentsNameCustomerById: false,
   verify,
   actionOf,
   amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Polar', digits: cardProcessorDigits(currency) }),

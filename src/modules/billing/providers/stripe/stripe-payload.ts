@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ExternalId, Nullable } from '../../../../http/schemas.ts';
-import { Currency, ID_PATTERN, pathOf, refusal } from '../../billing-input.ts';
+import { Currency, ID_PATTERN, isObject, pathOf, refusal, text } from '../../billing-input.ts';
 import type { BillingCustomer, BillingEnvelope, DiscountCode, Read } from '../../billing-provider.ts';
 
 // What Tandem reads of a Stripe event (billing-input.ts says by which rules): Stripe's objects,
@@ -15,7 +15,6 @@ const Seconds = Type.Integer({ minimum: 0, maximum: MAX_SECONDS });
 const ReferralText = ExternalId();
 const Metadata = Type.Optional(Nullable(Type.Object({ tandem_referral: Type.Optional(Nullable(ReferralText)) })));
 
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** An expandable reference (an id, or the object with its id) as its id; anything else as it is, for the schema to refuse. */
 const idOf = (value: unknown): unknown => (isObject(value) && 'id' in value ? value.id : value);
 
@@ -40,7 +39,6 @@ function readObject(event: Record<string, unknown>, object: TSchema, strict: str
 }
 
 const seconds = (value: unknown) => (typeof value === 'number' ? new Date(value * 1000).toISOString() : null);
-const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 /**
  * The first promotion code of an invoice's or session's discounts: `discounts[]` (each a discount

@@ -1,6 +1,7 @@
 import type Stripe from 'stripe';
 import { ApiError } from '../../../../domain/errors.ts';
-import type { BillingAction, BillingEnvelope, BillingProvider, Delivery, Read } from '../../billing-provider.ts';
+import { ignore, withRead } from '../../billing-input.ts';
+import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { stripeAmountToMinor } from './stripe-currencies.ts';
 import { readCharge, readCheckoutSession, readCustomer, readDispute, readEnvelope, readInvoice, readInvoicePayment } from './stripe-payload.ts';
 
@@ -22,12 +23,7 @@ const TOLERANCE_SECONDS = 300;
 /** A Stripe webhook endpoint's signing secret, as Stripe issues it. */
 const STRIPE_SECRET = /^whsec_[A-Za-z0-9+/=_-]{8,200}$/;
 
-const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reason });
 
-/** The action of what `read` made of the event, or the event ignored with the reason it could not be read. */
-function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
-  return 'reason' in read ? ignore(read.reason) : action(read.value);
-}
 
 function actionOf({ type, event }: BillingEnvelope): BillingAction {
   switch (type) {
@@ -122,6 +118,7 @@ export const stripeProvider: BillingProvider = {
   },
   notConnected: 'Stripe is not connected to this program: save its webhook signing secret first.',
   secret: { pattern: STRIPE_SECRET, words: 'must be a Stripe webhook signing secret (whsec_…)' },
+  paymentsNameCustomerById: false,
   verify,
   actionOf,
   amountToMinor: stripeAmountToMinor,
