@@ -39,6 +39,7 @@ import * as referralAffiliateSearch from './migrations/2026-12-03T1200-referral-
 import * as trigramIndexesNoPendingList from './migrations/2026-12-04T0600-trigram-indexes-no-pending-list.ts';
 import * as billingConnections from './migrations/2026-12-05T0600-billing-connections.ts';
 import * as billingProviders from './migrations/2026-12-06T0600-billing-providers.ts';
+import * as testSides from './migrations/2026-12-07T0600-test-sides.ts';
 
 // Migrations are listed here rather than read from a folder, so they work the same
 // whether the code runs from TypeScript sources or a bundle. Names sort by time.
@@ -82,6 +83,7 @@ const migrations: Record<string, Migration> = {
   '2026-12-04T0600-trigram-indexes-no-pending-list': trigramIndexesNoPendingList,
   '2026-12-05T0600-billing-connections': billingConnections,
   '2026-12-06T0600-billing-providers': billingProviders,
+  '2026-12-07T0600-test-sides': testSides,
 };
 
 export class MigrationError extends Error {}

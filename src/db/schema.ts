@@ -55,6 +55,8 @@ export interface ProgramsTable {
   portal_color: Generated<string>;
   portal_terms: Generated<string>;
   portal_links_allowed: Generated<DbBool>;
+  /** On a program's test side (test mode): the live program it belongs to; null on a live program. */
+  live_program_id: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -1,4 +1,4 @@
-import { getProgram } from '../../modules/programs/program.service.ts';
+import { getProgram, openTestSide } from '../../modules/programs/program.service.ts';
 import { issueToken, listAllProgramTokens, revokeToken } from '../../modules/tokens/token.service.ts';
 import { minute, optionalText, table, uuid, withMigratedDatabase, type Command } from '../command.ts';
 
@@ -14,17 +14,19 @@ export const keyCommands = {
     flags: {
       program: { value: 'ID', description: "the program's id (tandem program list)", required: true },
       name: { value: 'N', description: 'a name to recognise the key by in lists', default: DEFAULT_KEY_NAME },
+      test: { description: "a test key (tdm_test_…) of the program's test side, made on first use: it reads and writes only test data (docs/test-mode.md)", default: 'off: a live key' },
     },
     example: 'tandem key create --program 7f0c2a4e-1b3d-4c5e-8f90-a1b2c3d4e5f6 --name billing',
     run(config, options) {
-      const programId = uuid(options, 'program', 'a program');
+      const liveId = uuid(options, 'program', 'a program');
       const name = optionalText(options, 'name') ?? DEFAULT_KEY_NAME;
       return withMigratedDatabase(config, async ({ db }) => {
-        await getProgram(db, programId);
+        const programId = options.test === true ? (await openTestSide(db, liveId)).id : (await getProgram(db, liveId)).id;
         const key = await issueToken(db, { programId, name, kind: 'api_key' });
+        const side = programId === liveId ? `program ${programId}` : `the test side (${programId}) of program ${liveId}`;
         return {
-          text: `API key ${key.id} for program ${programId}. Copy the token now; it is not shown again:\n${key.token}`,
-          json: { id: key.id, token: key.token, programId, name: key.name },
+          text: `API key ${key.id} for ${side}. Copy the token now; it is not shown again:\n${key.token}`,
+          json: { id: key.id, token: key.token, programId, name: key.name, livemode: programId === liveId },
         };
       });
     },

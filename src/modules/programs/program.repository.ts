@@ -25,12 +25,18 @@ export function findProgramRow(db: Db, programId: string): Promise<ProgramRow | 
 export function listProgramRowsWithOwner(db: Db, filter: { ownerUserId?: string }): Promise<(ProgramRow & { owner_email: string })[]> {
   let query = db.selectFrom('programs as p').innerJoin('users as u', 'u.id', 'p.owner_user_id').selectAll('p').select('u.email as owner_email');
   if (filter.ownerUserId !== undefined) query = query.where('p.owner_user_id', '=', filter.ownerUserId);
-  return query.orderBy('p.created_at').orderBy('p.id').execute();
+  // Test sides are their live programs' (test mode): never listed as programs of their own.
+  return query.where('p.live_program_id', 'is', null).orderBy('p.created_at').orderBy('p.id').execute();
 }
 
 /** The programs a user owns, oldest first. */
 export function listUserProgramRows(db: Db, userId: string): Promise<ProgramRow[]> {
-  return db.selectFrom('programs').selectAll().where('owner_user_id', '=', userId).orderBy('created_at').orderBy('id').execute();
+  return db.selectFrom('programs').selectAll().where('owner_user_id', '=', userId).where('live_program_id', 'is', null).orderBy('created_at').orderBy('id').execute();
+}
+
+/** The test side of a live program, if it has one yet. */
+export function findTestSideRow(db: Db, liveProgramId: string): Promise<ProgramRow | undefined> {
+  return db.selectFrom('programs').selectAll().where('live_program_id', '=', liveProgramId).executeTakeFirst();
 }
 
 export function findProgramRowBySlug(db: Db, slug: string): Promise<ProgramRow | undefined> {

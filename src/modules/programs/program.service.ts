@@ -12,6 +12,7 @@ import {
   findProgramRow,
   findProgramRowBySlug,
   findSlugsLike,
+  findTestSideRow,
   findUserProgramRow,
   hasAmountsInCurrency,
   insertProgram,
@@ -41,6 +42,8 @@ export interface Program {
   commission: ProgramCommission;
   /** The affiliate portal's settings (its page is {SITE_URL}/portal/{slug}). */
   portal: ProgramPortal;
+  /** False on a program's test side (test mode: its own id, its own data), true on the live program. */
+  livemode: boolean;
   createdAt: string;
   updatedAt: string;
 }
@@ -151,6 +154,7 @@ export function serializeProgram(row: ProgramRow): Program {
       terms: row.portal_terms,
       linksAllowed: Boolean(row.portal_links_allowed),
     },
+    livemode: row.live_program_id === null,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -244,7 +248,7 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug'> & { portal_slug?: string } {
+export function validateProgramInput(input: ProgramInput): Omit<ProgramRow, 'id' | 'owner_user_id' | 'created_at' | 'updated_at' | 'portal_slug' | 'live_program_id'> & { portal_slug?: string } {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 200) throw invalidField('#/name', 'must be 1 to 200 characters');
   const domain = domainOf(input.domain);
@@ -343,7 +347,7 @@ export async function createProgram(db: Db, input: ProgramInput, clock: Clock = 
   const base = given ?? slugFrom(fields.name);
   for (let n = 1; n <= SLUG_ATTEMPTS; n++) {
     const slug = given ?? (await freeSlug(db, base, n));
-    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, created_at: now, updated_at: now };
+    const row: ProgramRow = { id: newId(), owner_user_id: input.ownerUserId, ...fields, portal_slug: slug, live_program_id: null, created_at: now, updated_at: now };
     try {
       await insertProgram(db, row);
       return serializeProgram(row);
@@ -361,6 +365,31 @@ async function freeSlug(db: Db, base: string, from: number): Promise<string> {
   let n = from;
   while (taken.has(slugCandidate(base, n))) n++;
   return slugCandidate(base, n);
+}
+
+/**
+ * A live program's test side (test mode, docs/test-mode.md), made on first use: a program of its
+ * own, linked to the live one, with its settings and plan copied and its own portal address
+ * ({slug}-test, or the next free one). Two first uses at once make one (the unique link): the
+ * second reads the first's. A test side has none of its own.
+ */
+export async function openTestSide(db: Db, liveProgramId: string, clock: Clock = systemClock): Promise<ProgramRow> {
+  const live = await getProgram(db, liveProgramId);
+  if (live.live_program_id !== null) throw invalidField('#/program', 'is a test side already: its live program has the test side');
+  const existing = await findTestSideRow(db, live.id);
+  if (existing) return existing;
+  const now = clock().toISOString();
+  for (let n = 1; n <= SLUG_ATTEMPTS; n++) {
+    const row: ProgramRow = { ...live, id: newId(), portal_slug: await freeSlug(db, `${live.portal_slug}-test`, n), live_program_id: live.id, created_at: now, updated_at: now };
+    try {
+      await insertProgram(db, row);
+      return row;
+    } catch (error) {
+      if (isUniqueViolationOn(error, 'live_program')) return (await findTestSideRow(db, live.id))!;
+      if (!isUniqueViolationOn(error, 'portal_slug')) throw error;
+    }
+  }
+  throw conflict('No free portal address was found for the test side.');
 }
 
 export async function getProgram(db: Db, programId: string): Promise<ProgramRow> {

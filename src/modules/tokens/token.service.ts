@@ -4,7 +4,7 @@ import { isUuid, newId, randomToken } from '../../domain/ids.ts';
 import { inTransaction, type Db, type Tx } from '../../db/transaction.ts';
 import type { Authenticated, TokenCache } from './token-cache.ts';
 import { announceChange, TOKEN_CHANGE_CHANNEL } from '../../db/change-watch.ts';
-import { toProgramContext } from '../programs/program.service.ts';
+import { getProgram, toProgramContext } from '../programs/program.service.ts';
 import { deleteWebhooksOfToken } from '../webhooks/webhook.repository.ts';
 import { notFound } from '../../domain/errors.ts';
 import { mapPage, pageOf, type Page, type PageRequest } from '../../db/keyset.ts';
@@ -22,6 +22,8 @@ import {
 export type { TokenKind } from './token.repository.ts';
 
 export const TOKEN_PREFIX = 'tdm_';
+/** A test key's prefix: a token of a program's test side (test mode), told apart at a glance. */
+export const TEST_TOKEN_PREFIX = 'tdm_test_';
 /** How often last_used_at is refreshed; writing it on every call would cost a write per read. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -45,12 +47,15 @@ export async function issueToken(
   input: { programId: string; name: string; kind: 'api_key' | 'connect'; integration?: string | null; createdByUserId?: string | null },
   clock: Clock = systemClock,
 ): Promise<IssuedToken> {
-  const token = TOKEN_PREFIX + randomToken(32); // 256 random bits
+  // The prefix says the side: a test side's tokens read tdm_test_… (the program decides, not the caller).
+  const testSide = (await getProgram(db, input.programId)).live_program_id !== null;
+  const prefix = testSide ? TEST_TOKEN_PREFIX : TOKEN_PREFIX;
+  const token = prefix + randomToken(32); // 256 random bits
   const row = {
     id: newId(),
     program_id: input.programId,
     name: input.name,
-    prefix: token.slice(0, TOKEN_PREFIX.length + 6),
+    prefix: token.slice(0, prefix.length + 6),
     token_hash: hashToken(token),
     kind: input.kind,
     integration: input.integration ?? null,
