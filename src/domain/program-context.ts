@@ -14,4 +14,6 @@ export interface ProgramContext {
   readonly plan: CommissionPlan;
   /** The app's clock: services take "now" from here. */
   readonly clock: Clock;
+  /** False on a program's test side (test mode): its events say so. */
+  readonly livemode: boolean;
 }

@@ -79,6 +79,15 @@ describe('the test side', () => {
     }
   });
 
+  it("every event says its side: livemode false in the test side's envelopes, true in the live side's", async () => {
+    await test.post('/affiliates', { firstName: 'Evented', lastName: 'Test', email: 'evented@same.example' });
+    await live.post('/affiliates', { firstName: 'Evented', lastName: 'Live', email: 'evented@same.example' });
+    const [testEvents, liveEvents] = [(await test.get('/events?limit=100')).body as any[], (await live.get('/events?limit=100')).body as any[]];
+    assert.ok(testEvents.length > 0 && liveEvents.length > 0);
+    assert.deepEqual([...new Set(testEvents.map((e) => [e.livemode, e.programId].join()))], [`false,${test.programId}`]);
+    assert.deepEqual([...new Set(liveEvents.map((e) => [e.livemode, e.programId].join()))], [`true,${live.programId}`]);
+  });
+
   it('`tandem key create --test` makes the test key of the same test side', async () => {
     const env = { DATABASE_URL: t.config.databaseUrl, SITE_URL: 'http://tandem.test' };
     const made = await runTandem(['key', 'create', '--program', live.programId, '--test', '--json'], env);

@@ -74,14 +74,14 @@ describe('event bounds', () => {
     const db = rawDb(t);
     await sequenceEvents(db);
     // A budget smaller than any envelope: the first still comes, and only the first.
-    const tight = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 10 });
+    const tight = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 10, livemode: true });
     assert.equal(tight.envelopes.length, 1);
     assert.equal(tight.lastSequence, (JSON.parse(tight.envelopes[0]!) as Envelope).sequence);
     // A budget of exactly the first two (brackets and comma included) holds both.
-    const both = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 1_000_000 });
+    const both = await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: 1_000_000, livemode: true });
     const exact = Buffer.byteLength(`[${both.envelopes.slice(0, 2).join(',')}]`);
-    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact })).envelopes.length, 2);
-    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact - 1 })).envelopes.length, 1);
+    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact, livemode: true })).envelopes.length, 2);
+    assert.equal((await listEventsAfter(db, api.programId, { after: 0, limit: 10, maxBytes: exact - 1, livemode: true })).envelopes.length, 1);
   });
 
   it("builds GET /events' Link on SITE_URL, not on an absolute-form request line", async () => {

@@ -357,7 +357,7 @@ describe('docs/events.md samples and signatures against real events', () => {
       if (!sample || !event) continue; // reported by the test above
       const { data: _sd, ...sampleHead } = sample.envelope;
       const { data: _rd, ...realHead } = event;
-      assert.deepEqual(Object.keys(realHead).sort(), ['id', 'programId', 'sequence', 'timestamp', 'type']);
+      assert.deepEqual(Object.keys(realHead).sort(), ['id', 'livemode', 'programId', 'sequence', 'timestamp', 'type']);
       problems.push(...shapeProblems(sampleHead, realHead).map((p) => `${type} envelope: ${p}`));
       if (!('data' in sample.envelope)) problems.push(`${type} envelope: data: missing from the doc`);
     }

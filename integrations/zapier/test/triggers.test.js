@@ -112,7 +112,7 @@ describe('REST-hook triggers', () => {
 
   it('perform ignores an envelope of another event type', async () => {
     const { affiliate } = await makeActivity();
-    const envelope = { id: 'evt_x', type: 'affiliate.created', timestamp: new Date().toISOString(), programId: fixture.program.id, sequence: 1, data: affiliate };
+    const envelope = { id: 'evt_x', type: 'affiliate.created', timestamp: new Date().toISOString(), programId: fixture.program.id, sequence: 1, livemode: true, data: affiliate };
     assert.deepEqual(await appTester(App.triggers.new_sale.operation.perform, { authData: authData(), cleanedRequest: envelope }), []);
     assert.deepEqual(await appTester(App.triggers.new_affiliate.operation.perform, { authData: authData(), cleanedRequest: envelope }), [affiliate]);
   });

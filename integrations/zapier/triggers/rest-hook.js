@@ -6,7 +6,7 @@ const { apiUrl, requestAllowing } = require('../lib/tandem');
 
 // A REST-hook trigger (CONTRACT.md, Events): turning a Zap on subscribes its hook URL to one
 // event type with POST /api/v1/webhooks; turning it off deletes that subscription. Tandem then
-// POSTs each event as {id, type, timestamp, programId, sequence, data}, where data is the
+// POSTs each event as {id, type, timestamp, programId, sequence, livemode, data}, where data is the
 // resource exactly as the API returns it — which is what the trigger hands to the Zap.
 
 function makeRestHookTrigger({ key, noun, label, description, event, listPath, listParams = {}, sample, outputFields }) {

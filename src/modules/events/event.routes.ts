@@ -36,7 +36,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox<AppServices> = async (app, {
       // so polling works (and is fresh) even with the worker off. Numbering is one bounded
       // statement; deliveries to subscriptions are the worker's work, never a poll's.
       if (await hasUnsequencedEvents(db)) await sequenceEvents(db);
-      const { envelopes, lastSequence } = await listEventsAfter(db, request.auth.program.id, { after, types, limit, maxBytes: EVENTS_PAGE_BYTES });
+      const { envelopes, lastSequence } = await listEventsAfter(db, request.auth.program.id, { after, types, limit, maxBytes: EVENTS_PAGE_BYTES, livemode: request.auth.program.livemode });
       setNextLink(request, reply, config.siteUrl, 'after', String(lastSequence));
       reply.type('application/json; charset=utf-8');
       // The stored data is already the API's JSON: joined, not parsed and re-serialised.

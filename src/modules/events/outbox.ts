@@ -188,8 +188,8 @@ export interface EventRow {
  * The envelope as JSON text, built around the stored `data` text so that it is not parsed
  * and re-serialised: the bytes signed are the bytes sent.
  */
-export function envelopeJson(row: EventRow): string {
-  const head = { id: row.id, type: row.type, timestamp: toIso(row.created_at), programId: row.program_id, sequence: Number(row.sequence) };
+export function envelopeJson(row: EventRow, livemode: boolean): string {
+  const head = { id: row.id, type: row.type, timestamp: toIso(row.created_at), programId: row.program_id, sequence: Number(row.sequence), livemode };
   return `${JSON.stringify(head).slice(0, -1)},"data":${row.data}}`;
 }
 
@@ -210,7 +210,7 @@ const EVENT_READ_CHUNK = 50;
 export async function listEventsAfter(
   db: Db,
   programId: string,
-  query: { after: number; types?: string[]; limit: number; maxBytes: number },
+  query: { after: number; types?: string[]; limit: number; maxBytes: number; livemode: boolean },
 ): Promise<{ envelopes: string[]; lastSequence: number }> {
   // Deduplicated, the list is bounded by EVENT_TYPES whatever the query string repeats.
   const types = query.types && query.types.length > 0 ? [...new Set(query.types)] : undefined;
@@ -228,7 +228,7 @@ export async function listEventsAfter(
     if (types) q = q.where('type', 'in', types);
     const rows = await q.orderBy('sequence').limit(want).execute();
     for (const row of rows) {
-      const json = envelopeJson(row);
+      const json = envelopeJson(row, query.livemode);
       const size = Buffer.byteLength(json) + (envelopes.length > 0 ? 1 : 0); // and its comma
       if (envelopes.length > 0 && bytes + size > query.maxBytes) return page();
       envelopes.push(json);

@@ -105,6 +105,7 @@ export const PROGRAM_CONTEXT_COLUMNS = [
   'max_sales_per_customer',
   'hold_days',
   'minimum_payout',
+  'live_program_id',
 ] as const;
 
 export type ContextRow = Pick<ProgramRow, (typeof PROGRAM_CONTEXT_COLUMNS)[number]>;
@@ -131,6 +132,7 @@ export function toProgramContext(row: ContextRow, clock: Clock): ProgramContext 
     defaultCommissionRate: Number(row.default_commission_rate),
     baseUrls: JSON.parse(row.base_urls) as string[],
     referralParam: row.referral_param,
+    livemode: row.live_program_id === null,
   };
 }
 

@@ -75,7 +75,7 @@ export function createDeliveryLanes(options: DeliveryLanesOptions): DeliveryLane
   };
 
   async function sendOne(delivery: ClaimedDelivery): Promise<SendResult> {
-    const body = envelopeJson({ ...delivery, id: delivery.event_id });
+    const body = envelopeJson({ ...delivery, id: delivery.event_id }, delivery.live_program_id === null);
     const timestamp = Math.floor(clock().getTime() / 1000);
     return sender.send(
       delivery.url,

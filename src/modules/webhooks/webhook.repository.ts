@@ -190,6 +190,8 @@ export interface ClaimedDelivery {
   data: string;
   created_at: string | Date;
   sequence: number | string | null;
+  /** The event's program's link to its live program: set on a test side (the envelope's livemode false). */
+  live_program_id: string | null;
 }
 
 /**
@@ -278,7 +280,8 @@ export function readClaimedDeliveries(db: Db, ids: (number | string)[]): Promise
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
     .innerJoin('events as e', 'e.id', 'd.event_id')
-    .select(['d.id', 'd.attempts', 'd.webhook_id', 'w.url', 'w.secret', 'w.failing_since', 'e.id as event_id', 'e.program_id', 'e.type', 'e.data', 'e.created_at', 'e.sequence'])
+    .innerJoin('programs as p', 'p.id', 'e.program_id')
+    .select(['d.id', 'd.attempts', 'd.webhook_id', 'w.url', 'w.secret', 'w.failing_since', 'e.id as event_id', 'e.program_id', 'e.type', 'e.data', 'e.created_at', 'e.sequence', 'p.live_program_id'])
     .where('d.id', 'in', ids)
     .orderBy('d.id')
     .execute() as Promise<ClaimedDelivery[]>;
