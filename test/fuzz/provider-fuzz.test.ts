@@ -137,7 +137,7 @@ const providerPlan: fc.Arbitrary<ProviderPlan> = fc
         object: fc.constant('event'),
         api_version: fc.constant('2025-03-31.basil'),
         created: field(seconds),
-        livemode: fc.constant(false),
+        livemode: fc.constant(true),
         type: fc.oneof({ weight: 30, arbitrary: fc.constant(type) }, { weight: 1, arbitrary: hostileJson }),
         data: fc.oneof({ weight: 30, arbitrary: objects[type]!(k).map((object) => ({ object })) }, { weight: 1, arbitrary: hostileJson }),
       }),

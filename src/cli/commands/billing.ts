@@ -19,6 +19,7 @@ export const billingCommands = {
       program: { value: 'ID', description: 'the program\'s id', required: true },
       provider: { value: 'P', description: 'the billing provider', choices: PROVIDER_NAMES, required: true },
       secret: { value: 'S', description: "the provider's secret: Stripe's signing secret (whsec_…), Paddle's secret key (pdl_ntfset_…), Lemon Squeezy's signing secret, Polar's webhook secret, Chargebee's user:password (docs/billing.md)", required: true },
+      test: { description: "the provider's test secret (its test mode, sandbox or test site): events it verifies go to the program's test side only (docs/test-mode.md)", default: 'off: the live secret' },
     },
     example: 'tandem billing connect --program 4f0c…-…-… --provider stripe --secret whsec_…',
     run(config, options) {
@@ -27,10 +28,12 @@ export const billingCommands = {
       const secret = text(options, 'secret');
       return withMigratedDatabase(config, async ({ db }) => {
         const program = await getProgram(db, id);
-        await connectBilling(db, id, provider, secret, systemClock().toISOString(), '--secret');
+        const mode = options.test === true ? 'test' : 'live';
+        await connectBilling(db, id, provider, secret, systemClock().toISOString(), '--secret', mode);
+        const side = mode === 'test' ? `${provider.displayName}'s test events` : 'its events';
         return {
-          text: `connected ${provider.displayName} to program "${program.name}" (${id}): its events go to ${config.siteUrl}/api/billing/${provider.name}/${id}`,
-          json: { program: id, provider: provider.name, receiver: `${config.siteUrl}/api/billing/${provider.name}/${id}` },
+          text: `connected ${provider.displayName}${mode === 'test' ? ' (test)' : ''} to program "${program.name}" (${id}): ${side} go to ${config.siteUrl}/api/billing/${provider.name}/${id}`,
+          json: { program: id, provider: provider.name, mode, receiver: `${config.siteUrl}/api/billing/${provider.name}/${id}` },
         };
       });
     },
@@ -61,6 +64,7 @@ export const billingCommands = {
     flags: {
       program: { value: 'ID', description: 'the program\'s id', required: true },
       provider: { value: 'P', description: 'the billing provider', choices: PROVIDER_NAMES, required: true },
+      test: { description: "forget the test secret instead of the live one", default: 'off: the live secret' },
     },
     example: 'tandem billing disconnect --program 4f0c…-…-… --provider stripe',
     run(config, options) {
@@ -68,10 +72,12 @@ export const billingCommands = {
       const provider = billingProviderOf(text(options, 'provider'), '--provider');
       return withMigratedDatabase(config, async ({ db }) => {
         const program = await getProgram(db, id);
-        const removed = await disconnectBilling(db, id, provider);
+        const mode = options.test === true ? 'test' : 'live';
+        const removed = await disconnectBilling(db, id, provider, mode);
+        const name = `${provider.displayName}${mode === 'test' ? ' (test)' : ''}`;
         return {
-          text: removed ? `disconnected ${provider.displayName} from program "${program.name}" (${id})` : `${provider.displayName} was not connected to program "${program.name}" (${id}): nothing changed`,
-          json: { program: id, provider: provider.name, disconnected: removed },
+          text: removed ? `disconnected ${name} from program "${program.name}" (${id})` : `${name} was not connected to program "${program.name}" (${id}): nothing changed`,
+          json: { program: id, provider: provider.name, mode, disconnected: removed },
         };
       });
     },

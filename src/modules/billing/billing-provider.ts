@@ -69,6 +69,9 @@ export type BillingAction =
   | { kind: 'note-payment'; paymentId: string; reference: string }
   | { kind: 'ignore'; reason: string };
 
+/** A program's live side, or its test side (test mode): each has its own secret per provider. */
+export type BillingMode = 'live' | 'test';
+
 /** A delivery as it reached Tandem: the bytes the signature covers, and the headers. */
 export interface Delivery {
   rawBody: Buffer;
@@ -110,6 +113,12 @@ export interface BillingProvider {
   secret: { pattern: RegExp; words: string };
   /** The delivery verified by the program's secret, then its id and type; a missing or bad signature throws a 400 ApiError. */
   verify(delivery: Delivery, secret: string): Promise<BillingEnvelope>;
+  /**
+   * The side the event says it belongs to, where the provider marks it (Stripe `livemode`, Lemon
+   * Squeezy `meta.test_mode`); undefined where only the secret tells (Paddle's sandbox, Polar's,
+   * Chargebee's test sites have secrets of their own).
+   */
+  declaredMode?(envelope: BillingEnvelope): BillingMode | undefined;
   /** What the event asks, every value read by the API's input rules. */
   actionOf(envelope: BillingEnvelope): BillingAction;
   /** An amount of the provider's in `currency`'s minor units as Tandem keeps them, or why it cannot be one. */

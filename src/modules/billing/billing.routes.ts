@@ -7,7 +7,7 @@ import { isUuid } from '../../domain/ids.ts';
 import { ApiError, notFound } from '../../domain/errors.ts';
 import { DateTime, errorResponses, ListQuery, Nullable, Uuid } from '../../http/schemas.ts';
 import { finishPage, parsePageRequest } from '../../http/pagination.ts';
-import { getProgram, toProgramContext } from '../programs/program.service.ts';
+import { getProgram, openTestSide, toProgramContext } from '../programs/program.service.ts';
 import { getBillingEventPage, recordBillingEvent, verifyBillingEvent } from './billing.service.ts';
 import type { BillingProvider } from './billing-provider.ts';
 import { BILLING_PROVIDERS } from './providers/index.ts';
@@ -89,10 +89,17 @@ export const billingWebhookRoutes: FastifyPluginAsync<AppServices> = async (app,
     if (!isUuid(programId)) throw notFound('Program');
     const program = toProgramContext(await getProgram(db, programId.toLowerCase()), clock);
     const rawBody = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const event = await verifyBillingEvent(db, program, provider, { rawBody, headers: request.headers });
+    const { envelope, mode, mismatch } = await verifyBillingEvent(db, program, provider, { rawBody, headers: request.headers });
     // Counted once verified: a request without the program's secret spends nothing of its limit.
     await admit(request, reply, provider, program.id);
-    return reply.send(await recordBillingEvent(db, program, provider, event));
+    // The secret's side decides where the event goes: a test secret's events to the test side only.
+    const side = mode === 'test' ? toProgramContext(await openTestSide(db, program.id, clock), clock) : program;
+    const connection = { programId: program.id, mode };
+    // An event that says the other side than its secret is refused — applied to neither side —
+    // and listed on the secret's side with the reason (answered 200 like every event handled, so
+    // the provider does not retry what can never apply).
+    const refused = mismatch === undefined ? undefined : `refused: a ${mismatch} event signed with the program's ${mode} secret belongs to neither side (save the ${mismatch} secret for ${mismatch} events)`;
+    return reply.send(await recordBillingEvent(db, side, provider, envelope, connection, refused));
   };
   for (const provider of BILLING_PROVIDERS) app.post(`/api/billing/${provider.name}/:programId`, { config: { docs: webhookDocs(provider) } }, receive(provider));
 };

@@ -13,7 +13,7 @@ import { holdSaleCommission, releaseSaleCommission } from '../ledger/entries.ts'
 import { getPromotionalCode } from '../coupons/promotional-code.service.ts';
 import type { CreateSaleBody } from '../sales/sale.schema.ts';
 import { keptCustomer, reasonOf, referralBody, saleBody, type Credit } from './billing-input.ts';
-import type { BillingAction, BillingCustomer, BillingEnvelope, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
+import type { BillingAction, BillingCustomer, BillingEnvelope, BillingMode, BillingProvider, Delivery, DiscountCode, Payment, Read } from './billing-provider.ts';
 import { BILLING_PROVIDERS, billingProviderNamed } from './providers/index.ts';
 import {
   claimRefundPart,
@@ -96,9 +96,9 @@ export function billingProviderOf(name: string, field = '#/provider'): BillingPr
  * Saves (or replaces) a program's secret for `provider`, sealed; it is never shown again. A
  * secret not shaped as the provider issues it is a 422 at `field` (the form's or the option's).
  */
-export async function connectBilling(db: Db, programId: string, provider: BillingProvider, secret: string, now: string, field = '#/secret'): Promise<void> {
+export async function connectBilling(db: Db, programId: string, provider: BillingProvider, secret: string, now: string, field = '#/secret', mode: BillingMode = 'live'): Promise<void> {
   if (!provider.secret.pattern.test(secret)) throw invalidField(field, provider.secret.words);
-  await saveBillingConnection(db, { program_id: programId, provider: provider.name, mode: 'live', secret_sealed: seal(await billingKey(db), secret), connected_at: now, last_event_at: null });
+  await saveBillingConnection(db, { program_id: programId, provider: provider.name, mode, secret_sealed: seal(await billingKey(db), secret), connected_at: now, last_event_at: null });
 }
 
 /** Saves (or replaces) a program's Stripe webhook signing secret (the dashboard's field, `--stripe-webhook-secret`). */
@@ -107,8 +107,8 @@ export function connectStripe(db: Db, programId: string, secret: string, now: st
 }
 
 /** Forgets a program's secret for `provider`: its events are refused from then on (400). False when it was not connected. */
-export function disconnectBilling(db: Db, programId: string, provider: BillingProvider): Promise<boolean> {
-  return deleteBillingConnection(db, programId, provider.name, 'live');
+export function disconnectBilling(db: Db, programId: string, provider: BillingProvider, mode: BillingMode = 'live'): Promise<boolean> {
+  return deleteBillingConnection(db, programId, provider.name, mode);
 }
 
 /** A program's connections, by provider. */
@@ -450,10 +450,30 @@ async function apply(db: Tx, program: ProgramContext, provider: BillingProvider,
  * under. What counts against the program's limit of events per minute is only what passes here
  * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
-export async function verifyBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, delivery: Delivery): Promise<BillingEnvelope> {
-  const connection = await findBillingConnection(db, program.id, provider.name, 'live');
-  if (!connection) throw new ApiError('bad_request', provider.notConnected);
-  return provider.verify(delivery, open(await billingKey(db), connection.secret_sealed));
+export async function verifyBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, delivery: Delivery): Promise<VerifiedEvent> {
+  const connections = await Promise.all((['live', 'test'] as const).map((mode) => findBillingConnection(db, program.id, provider.name, mode)));
+  const saved = connections.filter((c): c is BillingConnectionRow => c !== undefined);
+  if (saved.length === 0) throw new ApiError('bad_request', provider.notConnected);
+  const key = await billingKey(db);
+  let refusal: unknown;
+  // The live secret first, then the test one: the secret that verifies the delivery says its side.
+  for (const connection of saved) {
+    try {
+      const envelope = await provider.verify(delivery, open(key, connection.secret_sealed));
+      const declared = provider.declaredMode?.(envelope);
+      return { envelope, mode: connection.mode, mismatch: declared !== undefined && declared !== connection.mode ? declared : undefined };
+    } catch (error) {
+      refusal ??= error;
+    }
+  }
+  throw refusal;
+}
+
+/** A verified delivery, the side whose secret verified it, and the side the event says it is of when the two disagree. */
+export interface VerifiedEvent {
+  envelope: BillingEnvelope;
+  mode: BillingMode;
+  mismatch: BillingMode | undefined;
 }
 
 /**
@@ -461,19 +481,27 @@ export async function verifyBillingEvent(db: Db, program: ProgramContext, provid
  * what the event names (a customer, a payment): never the program's other waiting invoices or
  * history.
  */
-export async function recordBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, envelope: BillingEnvelope): Promise<{ received: true; duplicate: boolean }> {
+export async function recordBillingEvent(
+  db: Db,
+  program: ProgramContext,
+  provider: BillingProvider,
+  envelope: BillingEnvelope,
+  connection: { programId: string; mode: BillingMode } = { programId: program.id, mode: 'live' },
+  refused?: string,
+): Promise<{ received: true; duplicate: boolean }> {
   // The id is claimed first, in the transaction of the event's work (the services' own
   // transactions run inside it, as savepoints): a redelivery finds the claim and does nothing,
   // and work that fails takes its claim back with it, so the provider's retry does it again.
   const claimed = await inTransaction(db, async (tx) => {
     const row = { program_id: program.id, id: envelope.id, provider: provider.name, type: envelope.type, created_at: program.clock().toISOString(), ...ignored('being handled') };
     if (!(await insertBillingEventOnce(tx, row))) return false;
-    await setBillingEventOutcome(tx, { programId: program.id, provider: provider.name, id: envelope.id }, await apply(tx, program, provider, provider.actionOf(envelope)));
+    const outcome = refused === undefined ? await apply(tx, program, provider, provider.actionOf(envelope)) : ignored(refused);
+    await setBillingEventOutcome(tx, { programId: program.id, provider: provider.name, id: envelope.id }, outcome);
     return row.created_at;
   });
   // After the commit, in its own statement: the events of a program's burst never wait on the
   // connection's row for the length of their work.
-  if (claimed) await touchBillingConnection(db, program.id, provider.name, 'live', claimed);
+  if (claimed) await touchBillingConnection(db, connection.programId, provider.name, connection.mode, claimed);
   return { received: true, duplicate: !claimed };
 }
 

@@ -82,6 +82,10 @@ export const lemonSqueezyProvider: BillingProvider = {
   secret: { pattern: LEMONSQUEEZY_SECRET, words: 'must be the signing secret of your Lemon Squeezy webhook: 6 to 40 characters, no spaces' },
   paymentsNameCustomerById: false,
   verify,
+  declaredMode: ({ event }) => {
+    const meta = event.meta as { test_mode?: unknown } | undefined;
+    return meta?.test_mode === true ? 'test' : meta?.test_mode === false ? 'live' : undefined;
+  },
   actionOf,
   amountToMinor: (amount, currency, field) => providerAmountToMinor(amount, currency, field, { displayName: 'Lemon Squeezy', digits: cardProcessorDigits(currency) }),
   noCredit: 'no tandem_referral in meta.custom_data names an affiliate',

@@ -120,6 +120,7 @@ export const stripeProvider: BillingProvider = {
   secret: { pattern: STRIPE_SECRET, words: 'must be a Stripe webhook signing secret (whsec_…)' },
   paymentsNameCustomerById: false,
   verify,
+  declaredMode: ({ event }) => (event.livemode === false ? 'test' : event.livemode === true ? 'live' : undefined),
   actionOf,
   amountToMinor: stripeAmountToMinor,
   noCredit: 'no tandem_referral (client_reference_id or metadata) names an affiliate, and no promotion code matches a promotional code of the program',
