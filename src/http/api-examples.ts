@@ -203,6 +203,7 @@ export const API_EXAMPLES: Record<string, OperationExamples> = {
       commission: { type: 'percentage', rate: 20, amount: 0, durationMonths: null, maxSalesPerCustomer: null, holdDays: 0, minimumPayout: 0 },
       portalUrl: 'https://affiliates.acme.com/portal/acme-analytics',
       portalSignup: 'approval',
+      livemode: true,
       createdAt: '2026-11-25T06:46:02.326Z',
       updatedAt: '2026-11-25T06:46:02.332Z',
     },
