@@ -120,7 +120,7 @@ describe('webhooks', () => {
     assert.ok(delivery.receivedAt - posted < 1000, `delivered ${delivery.receivedAt - posted} ms after the POST`);
 
     // The envelope: the resource exactly as the API returned it.
-    assert.deepEqual(Object.keys(delivery.json).sort(), ['data', 'id', 'programId', 'sequence', 'timestamp', 'type']);
+    assert.deepEqual(Object.keys(delivery.json).sort(), ['data', 'id', 'livemode', 'programId', 'sequence', 'timestamp', 'type']);
     assert.equal(delivery.json.type, 'sale.created');
     assert.equal(delivery.json.programId, api.programId);
     assert.deepEqual(delivery.json.data, sale.body);
