@@ -168,3 +168,12 @@ export const ignore = (reason: string): BillingAction => ({ kind: 'ignore', reas
 export function withRead<T>(read: Read<T>, action: (value: T) => BillingAction): BillingAction {
   return 'reason' in read ? ignore(read.reason) : action(read.value);
 }
+
+/**
+ * What a refund takes back of a sale kept net of tax, when the provider counts the refund with
+ * its tax (Lemon Squeezy, Chargebee): the part of `net` that `refunded` is of `total`, rounded,
+ * never more than `net`.
+ */
+export function netOfTaxPart(refunded: number, total: number, net: number): number {
+  return total === 0 ? 0 : Math.min(net, Math.round((Math.min(refunded, total) * net) / total));
+}

@@ -24,8 +24,9 @@ export async function deleteBillingConnection(db: Db, programId: string, provide
   return Number(numDeletedRows) > 0;
 }
 
-export function findBillingConnection(db: Db, programId: string, provider: string, mode: BillingConnectionRow['mode']): Promise<BillingConnectionRow | undefined> {
-  return db.selectFrom('billing_connections').selectAll().where('program_id', '=', programId).where('provider', '=', provider).where('mode', '=', mode).executeTakeFirst();
+/** A program's connections to one provider: its live side first, then its test side. */
+export function findBillingConnectionsTo(db: Db, programId: string, provider: string): Promise<BillingConnectionRow[]> {
+  return db.selectFrom('billing_connections').selectAll().where('program_id', '=', programId).where('provider', '=', provider).orderBy('mode').execute();
 }
 
 /** A program's connections (a few rows: one per provider and mode), by provider. */

@@ -20,7 +20,7 @@ import {
   countWaitingInvoices,
   deleteBillingConnection,
   expireWaitingInvoicesBefore,
-  findBillingConnection,
+  findBillingConnectionsTo,
   findBillingCustomer,
   findDispute,
   findWaitingOf,
@@ -451,8 +451,8 @@ async function apply(db: Tx, program: ProgramContext, provider: BillingProvider,
  * (billing.routes.ts), so nobody without the secret can spend a program's limit.
  */
 export async function verifyBillingEvent(db: Db, program: ProgramContext, provider: BillingProvider, delivery: Delivery): Promise<VerifiedEvent> {
-  const connections = await Promise.all((['live', 'test'] as const).map((mode) => findBillingConnection(db, program.id, provider.name, mode)));
-  const saved = connections.filter((c): c is BillingConnectionRow => c !== undefined);
+  // One read for both sides ('live' sorts before 'test').
+  const saved = await findBillingConnectionsTo(db, program.id, provider.name);
   if (saved.length === 0) throw new ApiError('bad_request', provider.notConnected);
   const key = await billingKey(db);
   let refusal: unknown;

@@ -1,6 +1,6 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { sameSecret } from '../../../../domain/constant-time.ts';
-import { cardProcessorDigits, ignore, parseEventBody, providerAmountToMinor, withRead } from '../../billing-input.ts';
+import { cardProcessorDigits, netOfTaxPart, ignore, parseEventBody, providerAmountToMinor, withRead } from '../../billing-input.ts';
 import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readCustomerEvent, readEnvelope, readPayment } from './chargebee-payload.ts';
 
@@ -51,7 +51,7 @@ function actionOf({ type, event }: BillingEnvelope): BillingAction {
         paymentId: p.invoiceId,
         reference: undefined,
         // The refund's part of the invoice, net of tax in the invoice's proportion.
-        refundedTotal: p.total === 0 ? 0 : Math.min(p.netOfTax, Math.round((Math.min(p.transactionAmount, p.total) * p.netOfTax) / p.total)),
+        refundedTotal: netOfTaxPart(p.transactionAmount, p.total, p.netOfTax),
         amountField: 'content.transaction.amount (net of tax)',
         currency: p.currency,
         partId: p.transactionId,

@@ -1,6 +1,6 @@
 import { ApiError } from '../../../../domain/errors.ts';
 import { hmacSha256Hex, sameSecret } from '../../../../domain/constant-time.ts';
-import { cardProcessorDigits, ignore, parseEventBody, providerAmountToMinor } from '../../billing-input.ts';
+import { cardProcessorDigits, netOfTaxPart, ignore, parseEventBody, providerAmountToMinor } from '../../billing-input.ts';
 import type { BillingAction, BillingEnvelope, BillingProvider, Delivery } from '../../billing-provider.ts';
 import { readEnvelope, readPayment, type LemonSqueezyPayment } from './lemonsqueezy-payload.ts';
 
@@ -31,8 +31,7 @@ async function verify({ rawBody, headers }: Delivery, secret: string): Promise<B
 /** What a payment's refund takes back: the part of its net-of-tax amount the refunded total is of its total. */
 function refundedNetOfTax(payment: LemonSqueezyPayment): number {
   const refunded = payment.refundedAmount ?? (payment.status === 'refunded' ? payment.total : 0);
-  const net = payment.total - payment.tax;
-  return payment.total === 0 ? 0 : Math.min(net, Math.round((Math.min(refunded, payment.total) * net) / payment.total));
+  return netOfTaxPart(refunded, payment.total, payment.total - payment.tax);
 }
 
 function payAction(payment: LemonSqueezyPayment): BillingAction {
